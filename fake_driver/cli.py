@@ -1,0 +1,243 @@
+"""Command line: ``python -m fake_driver <command> ...``. Errors: one line on stderr, exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from fake_driver import apilimits, faults, installer, legacy
+from fake_driver.deviceclasses import render_device_classes
+from fake_driver.errors import FakeDriverError
+from fake_driver.fleet import Fleet, load_fleet
+from fake_driver.kube import server_minor
+from fake_driver.ledger import Ledger
+from fake_driver.personalities import PERSONALITIES, get_personality
+from fake_driver.profiles import PROFILES, get_profile
+from fake_driver.publisher import Publisher
+from fake_driver.slices import render_node
+
+PROG = "fake_driver"
+
+
+def _csv(text: str) -> list[str]:
+    return [x for x in (s.strip() for s in text.split(",")) if x]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description="Fake DRA driver with real drivers' slice shapes.")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("profiles", help="list GPU profiles")
+    sub.add_parser("personalities", help="list driver personalities")
+
+    def fleet_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--fleet", required=True, help="fleet YAML file")
+
+    def cluster_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG / ~/.kube/config)")
+        p.add_argument("--context", help="kubeconfig context")
+        p.add_argument("--minor", help="API server minor, e.g. 1.35 (default: ask /version)")
+
+    p = sub.add_parser("render", help="print the ResourceSlices of nodes (no cluster)")
+    fleet_arg(p)
+    p.add_argument("--minor", required=True, help="API server minor, e.g. 1.35")
+    p.add_argument("--node", action="append", help="node name (repeatable; default: all)")
+    p.add_argument("--format", choices=("yaml", "json"), default="yaml")
+
+    p = sub.add_parser("classes", help="print a personality's DeviceClasses (no cluster)")
+    p.add_argument("--personality", required=True)
+    p.add_argument("--mig-profile-classes", metavar="PROFILE", help="add per-MIG-profile classes of this GPU")
+    p.add_argument("--format", choices=("yaml", "json"), default="yaml")
+
+    p = sub.add_parser("publish", help="publish the fleet's slices")
+    fleet_arg(p)
+    cluster_args(p)
+    p.add_argument("--watch", action="store_true", help="keep reconciling until SIGINT/SIGTERM")
+    p.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --watch")
+    p.add_argument("--keep", action="store_true", help="with --watch: leave slices behind on stop")
+
+    p = sub.add_parser("remove", help="delete the fleet's slices")
+    fleet_arg(p)
+    cluster_args(p)
+
+    p = sub.add_parser("install", help="apply a personality's DeviceClasses")
+    p.add_argument("--personality", required=True)
+    p.add_argument("--fleet", help="check only this fleet's nodes for the device plugin")
+    cluster_args(p)
+    p.add_argument(
+        "--gpu-resources-enabled-override",
+        action="store_true",
+        help="install even where nodes advertise nvidia.com/gpu (chart: gpuResourcesEnabledOverride)",
+    )
+    p.add_argument("--no-compute-domains", action="store_true")
+    p.add_argument("--mig-profile-classes", metavar="PROFILE")
+    p.add_argument("--extended-resource-name", help="example driver: deviceClass.extendedResourceName")
+
+    p = sub.add_parser("legacy", help="device-plugin simulation")
+    p.add_argument("action", choices=("advertise", "withdraw"))
+    fleet_arg(p)
+    cluster_args(p)
+    p.add_argument("--nodes", type=_csv, help="comma-separated (default: device_plugin pools)")
+    p.add_argument("--count", type=int, help="units to advertise (default: the pool's GPUs)")
+    p.add_argument("--remove", action="store_true", help="withdraw: drop the resource instead of 0")
+
+    p = sub.add_parser("fault", help="inject a fault")
+    p.add_argument("kind", choices=("crash", "recover", "stale-generation", "drop-attribute", "unhealthy"))
+    fleet_arg(p)
+    cluster_args(p)
+    p.add_argument("--nodes", type=_csv, required=True, help="comma-separated node names")
+    p.add_argument("--attribute", help="drop-attribute: attribute name, e.g. productName")
+    p.add_argument("--devices", type=_csv, help="unhealthy: device names, e.g. gpu-0")
+    p.add_argument("--mode", choices=faults.HEALTH_MODES, help="unhealthy: override the personality")
+    p.add_argument("--wipe", action="store_true", help="crash: also delete the slices (kubelet wipe)")
+
+    p = sub.add_parser("ledger", help="physical GPUs advertised twice (device plugin + DRA), no cluster")
+    fleet_arg(p)
+    p.add_argument("--minor", required=True)
+    return ap
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    # Rendered slices share leaf dicts; print them in full instead of as YAML anchors.
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _dump(obj: Any, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(obj, indent=2) + "\n"
+    docs = obj if isinstance(obj, list) else [obj]
+    return yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False)
+
+
+def _api_client(args: argparse.Namespace) -> Any:
+    from kubernetes import config
+
+    try:
+        return config.new_client_from_config(config_file=args.kubeconfig, context=args.context)  # type: ignore[no-untyped-call]
+    except Exception as e:  # the kubernetes package raises bare exceptions for config problems
+        raise FakeDriverError(f"cannot load kubeconfig: {' '.join(str(e).split())}") from None
+
+
+def _publisher(args: argparse.Namespace, fleet: Fleet) -> Publisher:
+    client = _api_client(args)
+    minor = args.minor or server_minor(client)
+    return Publisher(client, fleet, minor)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = sys.stdout
+    if args.command == "profiles":
+        for k, prof in PROFILES.items():
+            mig = ", ".join(m.name for m in prof.mig_profiles) or "no MIG"
+            out.write(f"{k}\t{prof.product_name}\t{prof.architecture}\t{mig}\n")
+    elif args.command == "personalities":
+        for k, pers in PERSONALITIES.items():
+            out.write(f"{k}\t{pers.driver}\t{pers.release}\n")
+    elif args.command == "render":
+        fleet = load_fleet(args.fleet)
+        minor = apilimits.parse_minor(args.minor)
+        names = args.node or list(fleet.node_names)
+        slices = [s for n in names for s in render_node(fleet.node(n), minor).slices]
+        out.write(_dump(slices, args.format))
+    elif args.command == "classes":
+        mig_hw = get_profile(args.mig_profile_classes) if args.mig_profile_classes else None
+        classes = render_device_classes(get_personality(args.personality), mig_profile_classes=mig_hw)
+        out.write(_dump(classes, args.format))
+    elif args.command == "publish":
+        return _publish(args)
+    elif args.command == "remove":
+        n = _publisher(args, load_fleet(args.fleet)).remove_all()
+        out.write(f"removed {n} slices\n")
+    elif args.command == "install":
+        names = installer.install(
+            _api_client(args),
+            get_personality(args.personality),
+            fleet=load_fleet(args.fleet) if args.fleet else None,
+            gpu_resources_enabled_override=args.gpu_resources_enabled_override,
+            compute_domains=not args.no_compute_domains,
+            mig_profile_classes=get_profile(args.mig_profile_classes) if args.mig_profile_classes else None,
+            example_extended_resource=args.extended_resource_name,
+        )
+        out.write("installed " + ", ".join(names) + "\n")
+    elif args.command == "legacy":
+        fleet = load_fleet(args.fleet)
+        client = _api_client(args)
+        if args.action == "advertise":
+            done = legacy.advertise(client, fleet, args.nodes, args.count)
+            out.write("".join(f"{n}\t{legacy.LEGACY_RESOURCE}={c}\n" for n, c in done.items()))
+        else:
+            nodes = args.nodes or list(legacy.device_plugin_nodes(fleet))
+            for n in nodes:
+                fleet.node(n)
+            legacy.withdraw(client, nodes, remove=args.remove)
+    elif args.command == "fault":
+        return _fault(args)
+    elif args.command == "ledger":
+        fleet = load_fleet(args.fleet)
+        led = Ledger.for_fleet(fleet, apilimits.parse_minor(args.minor))
+        twice = led.double_advertised()
+        for node, gpus in twice.items():
+            out.write(f"{node}\t{len(gpus)} GPUs advertised by both the device plugin and DRA\n")
+        return 1 if twice else 0
+    return 0
+
+
+def _publish(args: argparse.Namespace) -> int:
+    pub = _publisher(args, load_fleet(args.fleet))
+    report = pub.publish_all()
+    for r in report.results:
+        sys.stdout.write(f"{r.node}\t{r.action}\tgeneration={r.generation}\tslices={r.slices}\n")
+    if not args.watch:
+        return 0
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(args.interval):
+        for r in pub.sync().results:
+            if r.action not in ("unchanged", "crashed"):
+                sys.stdout.write(f"{r.node}\t{r.action}\tgeneration={r.generation}\n")
+        sys.stdout.flush()
+    if not args.keep:
+        pub.remove_all()
+    return 0
+
+
+def _fault(args: argparse.Namespace) -> int:
+    pub = _publisher(args, load_fleet(args.fleet))
+    nodes: list[str] = args.nodes
+    if args.kind == "crash":
+        faults.crash(pub, nodes, wipe=args.wipe)
+    elif args.kind == "recover":
+        faults.recover(pub, nodes)
+    elif args.kind == "stale-generation":
+        faults.stale_generation(pub, nodes)
+    elif args.kind == "drop-attribute":
+        if not args.attribute:
+            raise FakeDriverError("drop-attribute needs --attribute NAME")
+        faults.drop_attribute(pub, nodes, args.attribute)
+    elif args.kind == "unhealthy":
+        if not args.devices:
+            raise FakeDriverError("unhealthy needs --devices gpu-0[,gpu-1...]")
+        for n in nodes:
+            faults.mark_unhealthy(pub, n, args.devices, args.mode)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except FakeDriverError as e:
+        sys.stderr.write(f"{PROG}: error: {' '.join(str(e).split())}\n")
+        return 2
+    except Exception as e:  # never a traceback on the command line
+        sys.stderr.write(f"{PROG}: error: {type(e).__name__}: {' '.join(str(e).split())}\n")
+        return 2

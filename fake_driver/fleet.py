@@ -1,0 +1,296 @@
+"""Fleet description (YAML) and its validation.
+
+    personality: nvidia-v25.12          # default for pools that do not set one
+    pools:
+      - name: h100
+        count: 2                        # nodes h100-0, h100-1 (or: nodes: [a, b])
+        profile: h100-80gb-hbm3
+        gpus: 8
+        personality: nvidia-v0.4
+        mig: {mode: static, layout: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb], gpus: [0, 1]}
+        device_plugin: true             # legacy stack advertises nvidia.com/gpu here too
+        consumable_capacity: false      # shared devices (example driver only)
+        driver_version: "580.95.05"
+        cuda_driver_version: "13.0"
+
+Every error is one line naming the bad value and the valid choices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import yaml
+
+from fake_driver.errors import FleetError, UnknownChoiceError
+from fake_driver.personalities import DEFAULT_PERSONALITY, PERSONALITIES, Personality, get_personality
+from fake_driver.profiles import GpuProfile, MigProfile, get_profile
+
+MigMode = Literal["none", "static", "dynamic"]
+MIG_MODES: tuple[str, ...] = ("none", "static", "dynamic")
+MAX_GPUS_PER_NODE = 32
+
+# NVIDIA kernel-driver defaults (software installed on the node, not GPU hardware).
+DEFAULT_DRIVER_VERSION = "580.95.05"
+DEFAULT_CUDA_DRIVER_VERSION = "13.0"
+
+_FLEET_FIELDS = ("personality", "pools")
+_POOL_FIELDS = (
+    "name",
+    "nodes",
+    "count",
+    "profile",
+    "gpus",
+    "personality",
+    "mig",
+    "device_plugin",
+    "consumable_capacity",
+    "driver_version",
+    "cuda_driver_version",
+)
+_MIG_FIELDS = ("mode", "layout", "gpus", "enabled")
+
+
+@dataclass(frozen=True)
+class MigPlacement:
+    profile: MigProfile
+    start: int
+
+
+@dataclass(frozen=True)
+class MigConfig:
+    mode: MigMode = "none"
+    # static: the MIG devices created on every MIG-enabled GPU, already placed.
+    placements: tuple[MigPlacement, ...] = ()
+    # GPU indexes with MIG mode on; None = all.
+    gpus: tuple[int, ...] | None = None
+    # dynamic on parts that need a reset to toggle MIG (Ampere): is MIG mode on?
+    enabled: bool = True
+
+    def applies_to(self, gpu_index: int) -> bool:
+        return self.mode != "none" and (self.gpus is None or gpu_index in self.gpus)
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    node_names: tuple[str, ...]
+    profile: GpuProfile
+    gpus: int
+    personality: Personality
+    mig: MigConfig = MigConfig()
+    device_plugin: bool = False
+    consumable_capacity: bool = False
+    driver_version: str = DEFAULT_DRIVER_VERSION
+    cuda_driver_version: str = DEFAULT_CUDA_DRIVER_VERSION
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    pool: Pool
+
+
+@dataclass(frozen=True)
+class Fleet:
+    pools: tuple[Pool, ...]
+
+    @cached_property
+    def nodes(self) -> tuple[NodeSpec, ...]:
+        return tuple(NodeSpec(n, p) for p in self.pools for n in p.node_names)
+
+    @cached_property
+    def _by_name(self) -> dict[str, NodeSpec]:
+        return {n.name: n for n in self.nodes}
+
+    def node(self, name: str) -> NodeSpec:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise UnknownChoiceError("node", name, sorted(self._by_name)) from None
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(n.name for n in self.nodes)
+
+    @property
+    def drivers(self) -> tuple[str, ...]:
+        return tuple(sorted({p.personality.driver for p in self.pools}))
+
+
+# --- loading -----------------------------------------------------------------------------
+
+
+def load_fleet(path: str | Path) -> Fleet:
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise FleetError(f"cannot read fleet file {path}: {e.strerror}") from None
+    return parse_fleet(text, source=str(path))
+
+
+def parse_fleet(text: str, source: str = "<fleet>") -> Fleet:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise FleetError(f"{source}: not valid YAML: {' '.join(str(e).split())}") from None
+    return fleet_from_dict(data, source)
+
+
+def fleet_from_dict(data: Any, source: str = "<fleet>") -> Fleet:
+    if not isinstance(data, Mapping):
+        raise FleetError(f"{source}: expected a mapping with 'pools'")
+    _check_fields(data, _FLEET_FIELDS, source, "fleet field")
+    default_personality = str(data.get("personality", DEFAULT_PERSONALITY))
+    raw_pools = data.get("pools")
+    if not isinstance(raw_pools, Sequence) or isinstance(raw_pools, str) or not raw_pools:
+        raise FleetError(f"{source}: 'pools' must be a non-empty list")
+    pools = tuple(_pool(raw, i, default_personality, source) for i, raw in enumerate(raw_pools))
+    seen: dict[str, str] = {}
+    for p in pools:
+        for n in p.node_names:
+            if n in seen:
+                raise FleetError(f"{source}: node {n!r} is in pools {seen[n]!r} and {p.name!r}")
+            seen[n] = p.name
+    return Fleet(pools)
+
+
+def _check_fields(raw: Mapping[str, Any], valid: tuple[str, ...], where: str, what: str = "field") -> None:
+    for key in raw:
+        if key not in valid:
+            raise UnknownChoiceError(what, key, valid, where)
+
+
+def _pool(raw: Any, i: int, default_personality: str, source: str) -> Pool:
+    if not isinstance(raw, Mapping):
+        raise FleetError(f"{source}: pools[{i}] must be a mapping")
+    name = str(raw.get("name", f"pool-{i}"))
+    where = f"{source}: pool {name!r}"
+    _check_fields(raw, _POOL_FIELDS, where, "pool field")
+    for required in ("profile", "gpus"):
+        if required not in raw:
+            raise FleetError(f"{where}: missing required field {required!r}")
+    try:
+        profile = get_profile(str(raw["profile"]))
+        personality = get_personality(str(raw.get("personality", default_personality)))
+    except UnknownChoiceError as e:
+        raise UnknownChoiceError(e.what, e.value, e.choices, where) from None
+    gpus = _int(raw["gpus"], f"{where}: gpus", 1, MAX_GPUS_PER_NODE)
+    nodes = _node_names(raw, name, where)
+    mig = _mig(raw.get("mig"), profile, personality, gpus, where)
+    consumable = bool(raw.get("consumable_capacity", False))
+    if consumable and not personality.supports_consumable_capacity:
+        capable = sorted(n for n, p in PERSONALITIES.items() if p.supports_consumable_capacity)
+        raise FleetError(
+            f"{where}: personality {personality.name} does not publish shared devices "
+            f"(consumable_capacity); personalities that do: {', '.join(capable)}"
+        )
+    if consumable and mig.mode != "none":
+        raise FleetError(f"{where}: consumable_capacity cannot be combined with MIG")
+    return Pool(
+        name=name,
+        node_names=nodes,
+        profile=profile,
+        gpus=gpus,
+        personality=personality,
+        mig=mig,
+        device_plugin=bool(raw.get("device_plugin", False)),
+        consumable_capacity=consumable,
+        driver_version=str(raw.get("driver_version", DEFAULT_DRIVER_VERSION)),
+        cuda_driver_version=str(raw.get("cuda_driver_version", DEFAULT_CUDA_DRIVER_VERSION)),
+    )
+
+
+def _int(value: Any, what: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise FleetError(f"{what} must be an integer in [{lo}, {hi}], got {value!r}")
+    return value
+
+
+def _node_names(raw: Mapping[str, Any], pool: str, where: str) -> tuple[str, ...]:
+    if "nodes" in raw and "count" in raw:
+        raise FleetError(f"{where}: set either 'nodes' or 'count', not both")
+    if "nodes" in raw:
+        nodes = raw["nodes"]
+        if not isinstance(nodes, Sequence) or isinstance(nodes, str) or not nodes:
+            raise FleetError(f"{where}: 'nodes' must be a non-empty list of node names")
+        return tuple(str(n) for n in nodes)
+    count = _int(raw.get("count", 1), f"{where}: count", 1, 100_000)
+    return tuple(f"{pool}-{k}" for k in range(count))
+
+
+def _mig(raw: Any, profile: GpuProfile, personality: Personality, gpus: int, where: str) -> MigConfig:
+    if raw is None:
+        return MigConfig()
+    if isinstance(raw, str):
+        raw = {"mode": raw}
+    if not isinstance(raw, Mapping):
+        raise FleetError(f"{where}: 'mig' must be a mapping")
+    _check_fields(raw, _MIG_FIELDS, where, "mig field")
+    mode = str(raw.get("mode", "none"))
+    if mode not in MIG_MODES:
+        raise UnknownChoiceError("MIG mode", mode, MIG_MODES, where)
+    if mode == "none":
+        return MigConfig()
+    if not profile.mig_capable:
+        raise FleetError(f"{where}: profile {profile.key} is not MIG-capable")
+    if mode == "dynamic" and not personality.supports_dynamic_mig:
+        raise FleetError(
+            f"{where}: personality {personality.name} has no DynamicMIG (needs nvidia-v25.12 or later)"
+        )
+    sel: tuple[int, ...] | None = None
+    if "gpus" in raw:
+        sel = tuple(_int(g, f"{where}: mig.gpus entry", 0, gpus - 1) for g in raw["gpus"])
+    placements: tuple[MigPlacement, ...] = ()
+    if mode == "static":
+        layout = raw.get("layout")
+        if not isinstance(layout, Sequence) or isinstance(layout, str):
+            raise FleetError(f"{where}: static MIG needs 'layout', a list of MIG profile names")
+        placements = place_layout(profile, [str(x) for x in layout], where)
+    elif "layout" in raw:
+        raise FleetError(f"{where}: 'layout' is only valid with mig mode static")
+    return MigConfig(
+        mode=cast(MigMode, mode), placements=placements, gpus=sel, enabled=bool(raw.get("enabled", True))
+    )
+
+
+def place_layout(profile: GpuProfile, layout: list[str], where: str = "") -> tuple[MigPlacement, ...]:
+    """Place MIG instances like mig-parted would: any non-overlapping valid placements.
+
+    Backtracking over at most 7 instances, larger profiles first.
+    """
+    try:
+        wanted = sorted((profile.mig_profile(n) for n in layout), key=lambda m: -m.placement_size)
+    except UnknownChoiceError as e:
+        raise UnknownChoiceError(e.what, e.value, e.choices, where) from None
+    used = [False] * profile.memory_slices
+    out: list[MigPlacement] = []
+
+    def fits(m: MigProfile, start: int) -> bool:
+        return not any(used[start : start + m.placement_size])
+
+    def mark(m: MigProfile, start: int, v: bool) -> None:
+        for s in range(start, start + m.placement_size):
+            used[s] = v
+
+    def solve(k: int) -> bool:
+        if k == len(wanted):
+            return True
+        m = wanted[k]
+        for start in m.placement_starts:
+            if fits(m, start):
+                mark(m, start, True)
+                out.append(MigPlacement(m, start))
+                if solve(k + 1):
+                    return True
+                out.pop()
+                mark(m, start, False)
+        return False
+
+    if not solve(0):
+        raise FleetError(f"{where}: MIG layout {layout} does not fit on one {profile.key}")
+    return tuple(sorted(out, key=lambda p: p.start))

@@ -1,0 +1,85 @@
+"""Installs a personality's DeviceClasses, with the NVIDIA chart's device-plugin guard.
+
+The chart (templates/validation.yaml) refuses ``resources.gpus.enabled=true`` unless
+``gpuResourcesEnabledOverride=true``; here the refusal is made concrete: it triggers when a
+target node advertises ``nvidia.com/gpu`` through the device plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from fake_driver.deviceclasses import render_device_classes
+from fake_driver.errors import FakeDriverError, InstallRefusedError
+from fake_driver.fleet import Fleet
+from fake_driver.kube import ApiError, Obj, as_rest
+from fake_driver.legacy import LEGACY_RESOURCE, advertising_nodes
+from fake_driver.personalities import Personality
+from fake_driver.profiles import GpuProfile
+
+
+def check_device_plugin_guard(
+    api_client: Any, p: Personality, nodes: Iterable[str] | None, *, override: bool
+) -> None:
+    if not p.is_nvidia or override:
+        return
+    offenders = advertising_nodes(api_client, nodes)
+    if offenders:
+        listed = ", ".join(f"{n} ({c})" for n, c in sorted(offenders.items()))
+        raise InstallRefusedError(
+            f"refusing to install {p.name} in GPU mode: nodes advertise {LEGACY_RESOURCE} through the "
+            f"device plugin: {listed}; the same GPUs would be promised twice. "
+            f"Chart says: {p.device_plugin_guard}"
+        )
+
+
+def install(
+    api_client: Any,
+    p: Personality,
+    *,
+    fleet: Fleet | None = None,
+    gpu_resources_enabled_override: bool = False,
+    compute_domains: bool = True,
+    mig_profile_classes: GpuProfile | None = None,
+    example_extended_resource: str | None = None,
+) -> list[str]:
+    """Apply the DeviceClasses (create or replace). Returns their names.
+
+    The guard looks at the fleet's nodes of this personality, or every node without a fleet.
+    """
+    nodes = None if fleet is None else [n.name for n in fleet.nodes if n.pool.personality == p]
+    check_device_plugin_guard(api_client, p, nodes, override=gpu_resources_enabled_override)
+    rest = as_rest(api_client)
+    group, version = p.api_group_version
+    base = f"/apis/{group}/{version}/deviceclasses"
+    names: list[str] = []
+    for dc in render_device_classes(
+        p,
+        compute_domains=compute_domains,
+        mig_profile_classes=mig_profile_classes,
+        example_extended_resource=example_extended_resource,
+    ):
+        name = dc["metadata"]["name"]
+        _apply(rest, base, name, dc)
+        names.append(name)
+    return names
+
+
+def _apply(rest: Any, base: str, name: str, body: Obj) -> None:
+    current = rest.get(f"{base}/{name}")
+    try:
+        if current is None:
+            rest.create(base, body)
+        else:
+            meta = {**body["metadata"], "resourceVersion": current["metadata"].get("resourceVersion")}
+            rest.replace(f"{base}/{name}", {**body, "metadata": meta})
+    except ApiError as e:
+        raise FakeDriverError(f"DeviceClass {name} rejected: {e}") from None
+
+
+def uninstall(api_client: Any, p: Personality, **kw: Any) -> None:
+    rest = as_rest(api_client)
+    group, version = p.api_group_version
+    for dc in render_device_classes(p, **kw):
+        rest.delete(f"/apis/{group}/{version}/deviceclasses/{dc['metadata']['name']}")
