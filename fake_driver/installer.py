@@ -46,9 +46,9 @@ def install(
 ) -> list[str]:
     """Apply the DeviceClasses (create or replace). Returns their names.
 
-    The guard looks at the fleet's nodes of this personality, or every node without a fleet.
+    The guard looks at the fleet's nodes of this driver, or at every node without a fleet.
     """
-    nodes = None if fleet is None else [n.name for n in fleet.nodes if n.pool.personality == p]
+    nodes = None if fleet is None else [n.name for n in fleet.nodes if n.pool.personality.driver == p.driver]
     check_device_plugin_guard(api_client, p, nodes, override=gpu_resources_enabled_override)
     rest = as_rest(api_client)
     group, version = p.api_group_version
