@@ -1,0 +1,25 @@
+"""Kubeconfig files for the local cluster's users (admin, controllers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from harness.clusters.pki import CertPair
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: CertPair) -> Path:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "dra-harness", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [
+            {"name": user, "user": {"client-certificate": str(client.cert), "client-key": str(client.key)}}
+        ],
+        "contexts": [{"name": "dra-harness", "context": {"cluster": "dra-harness", "user": user}}],
+        "current-context": "dra-harness",
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path

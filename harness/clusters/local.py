@@ -1,0 +1,301 @@
+"""LocalCluster: the real Kubernetes control plane as local processes on 127.0.0.1.
+
+etcd -> kube-apiserver (/readyz) -> kube-controller-manager, kube-scheduler and the kwok
+node simulator, all from binaries built from Go modules for the chosen minor, with TLS,
+RBAC, the cell's feature gates and runtime-config. Usable without pytest:
+
+    with LocalCluster("1.37", "dra-all") as cluster:
+        print(cluster.kubeconfig)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from harness.clusters import health
+from harness.clusters.kubeconfig import write_kubeconfig
+from harness.clusters.kwok import kwok_config
+from harness.clusters.pki import ClusterPKI, generate_pki
+from harness.clusters.ports import free_port
+from harness.clusters.processes import ManagedProcess, install_signal_teardown
+from harness.controlplane.build import ensure_controlplane, ensure_kwok
+from harness.controlplane.gates import KnownGate, known_gates, validate_profile
+from harness.errors import ComponentFailed, HarnessError
+from harness.versions import GateProfile, Matrix, Minor, load_matrix
+from harness.waits import TIMEOUTS, wait_for
+
+_PORT_RETRIES = 3
+SERVICE_CIDR = "10.0.0.0/24"
+
+
+@dataclass
+class Ports:
+    etcd_client: int = field(default_factory=free_port)
+    etcd_peer: int = field(default_factory=free_port)
+    apiserver: int = field(default_factory=free_port)
+    controller_manager: int = field(default_factory=free_port)
+    scheduler: int = field(default_factory=free_port)
+    kwok: int = field(default_factory=free_port)
+
+
+class LocalCluster:
+    """One local cluster for one matrix cell (minor x gate profile)."""
+
+    provider = "local"
+
+    def __init__(
+        self,
+        minor: str | None = None,
+        profile: str | None = None,
+        *,
+        run_dir: Path | None = None,
+        keep_run_dir: bool = False,
+        matrix: Matrix | None = None,
+    ):
+        self.matrix = matrix or load_matrix()
+        self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
+        self.profile: GateProfile = self.minor.profile(profile or self.matrix.default_profile)
+        self._own_run_dir = run_dir is None
+        self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix=f"dra-harness-{self.minor.name}-"))
+        self.keep_run_dir = keep_run_dir
+        self.ports = Ports()
+        self.components: dict[str, ManagedProcess] = {}
+        self.known_gates: dict[str, KnownGate] = {}
+        self._pki: ClusterPKI | None = None
+        self._binary: Path | None = None
+        self._kwok: Path | None = None
+
+    # -- public surface -------------------------------------------------------------
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.run_dir / "admin.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports.apiserver}"
+
+    @property
+    def pki(self) -> ClusterPKI:
+        assert self._pki is not None, "cluster not started"
+        return self._pki
+
+    def log_path(self, component: str) -> Path:
+        return self.run_dir / "logs" / f"{component}.log"
+
+    def start(self) -> LocalCluster:
+        install_signal_teardown()
+        self._binary = ensure_controlplane(self.minor)
+        self._kwok = ensure_kwok(self.matrix)
+        self.known_gates = known_gates(self._binary)
+        validate_profile(self.minor, self.profile, self.known_gates)
+        try:
+            self._start_all()
+        except BaseException:
+            self.stop()
+            raise
+        self._write_state()
+        return self
+
+    def stop(self) -> None:
+        for name in reversed(list(self.components)):
+            self.components[name].stop()
+        self.components.clear()
+        if self._own_run_dir and not self.keep_run_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def restart(self, component: str) -> None:
+        """Stop one component and start it again on the same port (fault injection)."""
+        self.components[component].stop()
+        self._start_component(component)
+
+    def stop_component(self, component: str) -> None:
+        self.components[component].stop()
+
+    def start_component(self, component: str) -> None:
+        self._start_component(component)
+
+    def check_running(self) -> None:
+        for proc in self.components.values():
+            proc.check_running()
+
+    def pids(self) -> dict[str, int]:
+        return {name: proc.pid for name, proc in self.components.items() if proc.running()}
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- start-up -------------------------------------------------------------------
+
+    def _start_all(self) -> None:
+        started = time.monotonic()
+        pki = generate_pki(self.run_dir / "pki")
+        self._pki = pki
+        write_kubeconfig(self.kubeconfig, self.server, pki.ca.cert, "admin", pki.admin)
+        write_kubeconfig(
+            self.run_dir / "controller-manager.kubeconfig", self.server, pki.ca.cert,
+            "system:kube-controller-manager", pki.controller_manager,
+        )
+        write_kubeconfig(
+            self.run_dir / "scheduler.kubeconfig", self.server, pki.ca.cert, "system:kube-scheduler", pki.scheduler
+        )
+        self._start_component("etcd")
+        self._start_component("kube-apiserver")
+        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            self._launch(name)
+        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            self._wait_ready(name)
+        self.start_seconds = time.monotonic() - started
+
+    def _start_component(self, name: str) -> None:
+        for attempt in range(_PORT_RETRIES):
+            self._launch(name)
+            try:
+                self._wait_ready(name)
+                return
+            except ComponentFailed as err:
+                if "address already in use" not in str(err) or attempt == _PORT_RETRIES - 1:
+                    raise
+                self._repick_port(name)
+
+    def _repick_port(self, name: str) -> None:
+        attr = {"etcd": "etcd_client", "kube-apiserver": "apiserver"}.get(name, name.replace("kube-", "").replace("-", "_"))
+        setattr(self.ports, attr, free_port())
+        if name == "etcd":
+            self.ports.etcd_peer = free_port()
+
+    def _launch(self, name: str) -> None:
+        assert self._binary is not None and self._kwok is not None
+        argv = self._kwok_argv() if name == "kwok" else [str(self._binary), name, *self._flags(name)]
+        proc = ManagedProcess(name, argv, self.log_path(name))
+        self.components[name] = proc
+        proc.start()
+
+    def _wait_ready(self, name: str) -> None:
+        proc = self.components[name]
+        probe = self._probe(name)
+
+        def observe() -> tuple[int, str]:
+            proc.check_running()
+            return probe()
+
+        wait_for(observe, lambda r: r[0] == 200, timeout=TIMEOUTS.component_ready, describe=f"{name} healthy",
+                 interval=0.1)
+
+    def _probe(self, name: str) -> Callable[[], tuple[int, str]]:
+        p, pki = self.ports, self.pki
+        if name == "etcd":
+            return lambda: health.get(f"http://127.0.0.1:{p.etcd_client}/health")
+        if name == "kube-apiserver":
+            ctx = health.tls_context(pki.ca.cert, pki.admin)
+            return lambda: health.get(f"{self.server}/readyz", ctx)
+        if name == "kwok":
+            return lambda: health.get(f"http://127.0.0.1:{p.kwok}/healthz")
+        port = p.controller_manager if name == "kube-controller-manager" else p.scheduler
+        path = "healthz" if name == "kube-controller-manager" else "readyz"
+        ctx = health.tls_context(None, None)
+        return lambda: health.get(f"https://127.0.0.1:{port}/{path}", ctx)
+
+    # -- flags ------------------------------------------------------------------------
+
+    def _gate_flags(self) -> list[str]:
+        gates = self.profile.feature_gates_flag()
+        return [f"--feature-gates={gates}"] if gates else []
+
+    def _flags(self, name: str) -> list[str]:
+        p, pki, run = self.ports, self.pki, self.run_dir
+        if name == "etcd":
+            data = run / "etcd"
+            shutil.rmtree(data, ignore_errors=True)
+            peer = f"http://127.0.0.1:{p.etcd_peer}"
+            return [
+                "--name=default", f"--data-dir={data}",
+                f"--listen-client-urls=http://127.0.0.1:{p.etcd_client}",
+                f"--advertise-client-urls=http://127.0.0.1:{p.etcd_client}",
+                f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=default={peer}",
+                "--unsafe-no-fsync=true",  # test data: durability buys nothing here
+                "--log-level=warn",
+            ]
+        if name == "kube-apiserver":
+            runtime = self.profile.runtime_config_flag()
+            return [
+                f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
+                "--bind-address=127.0.0.1", f"--secure-port={p.apiserver}",
+                f"--tls-cert-file={pki.apiserver.cert}", f"--tls-private-key-file={pki.apiserver.key}",
+                f"--client-ca-file={pki.ca.cert}",
+                f"--service-account-key-file={pki.service_account_pub}",
+                f"--service-account-signing-key-file={pki.service_account_key}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--authorization-mode=Node,RBAC",
+                "--allow-privileged=true",
+                "--endpoint-reconciler-type=none",  # there is no real network behind 10.0.0.1
+                f"--cert-dir={run / 'apiserver-certs'}",
+                *([f"--runtime-config={runtime}"] if runtime else []),
+                *self._gate_flags(),
+            ]
+        common = [
+            "--bind-address=127.0.0.1",
+            "--leader-elect=false",
+            *self._gate_flags(),
+        ]
+        if name == "kube-controller-manager":
+            kc = run / "controller-manager.kubeconfig"
+            return [
+                f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+                f"--secure-port={p.controller_manager}",
+                f"--service-account-private-key-file={pki.service_account_key}",
+                f"--root-ca-file={pki.ca.cert}",
+                "--use-service-account-credentials=true",
+                f"--cluster-signing-cert-file={pki.ca.cert}", f"--cluster-signing-key-file={pki.ca.key}",
+                f"--cert-dir={run / 'controller-manager-certs'}",
+                *common,
+            ]
+        kc = run / "scheduler.kubeconfig"
+        return [
+            f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+            f"--secure-port={p.scheduler}",
+            f"--cert-dir={run / 'scheduler-certs'}",
+            *common,
+        ]
+
+    def _kwok_argv(self) -> list[str]:
+        assert self._kwok is not None
+        config = kwok_config(self.matrix, self.run_dir / "kwok.yaml")
+        return [
+            str(self._kwok),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--config={config}",
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            f"--server-address=127.0.0.1:{self.ports.kwok}",
+            "--node-lease-duration-seconds=40",
+        ]
+
+    def _write_state(self) -> None:
+        """state.json: what `dra-harness cluster down` and the teardown test need."""
+        state = {
+            "minor": self.minor.name,
+            "kubernetes": self.minor.kubernetes,
+            "profile": self.profile.name,
+            "kubeconfig": str(self.kubeconfig),
+            "server": self.server,
+            "pids": self.pids(),
+            "ports": vars(self.ports),
+            "run_dir": str(self.run_dir),
+        }
+        (self.run_dir / "state.json").write_text(json.dumps(state, indent=2))
+

@@ -1,0 +1,74 @@
+"""Simulated nodes: Node objects the kwok controller keeps Ready (lease heartbeats) and
+whose bound pods it moves to Running (and to Succeeded/Failed on request)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from harness.kube import Kube, Obj
+from harness.waits import TIMEOUTS, wait_for
+
+POOL_LABEL = "dra-harness.io/pool"
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    count: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    cpu: str = "128"
+    memory: str = "1Ti"
+    pods: str = "110"
+    # Extended resources the node advertises itself (the legacy device-plugin path).
+    extended_resources: Mapping[str, str] = field(default_factory=dict)
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+def node_manifest(pool: NodePool, name: str) -> Obj:
+    resources = {"cpu": pool.cpu, "memory": pool.memory, "pods": pool.pods, **pool.extended_resources}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+                POOL_LABEL: pool.name,
+                **pool.labels,
+            },
+            "annotations": {KWOK_ANNOTATION: "fake"},
+        },
+        "spec": {},
+        "status": {"capacity": dict(resources), "allocatable": dict(resources)},
+    }
+
+
+def node_ready(node: Obj) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def create_pool(kube: Kube, pool: NodePool, *, wait_ready: bool = True) -> list[str]:
+    names = pool.node_names()
+    for name in names:
+        kube.create(node_manifest(pool, name))
+    if wait_ready:
+        wait_for(
+            lambda: {n["metadata"]["name"]: node_ready(n) for n in kube.list("v1", "Node", label_selector=f"{POOL_LABEL}={pool.name}")},
+            lambda seen: len(seen) == len(names) and all(seen.values()),
+            timeout=TIMEOUTS.node_ready,
+            describe=f"{len(names)} nodes of pool {pool.name} Ready",
+        )
+    return names
+
+
+def delete_pool(kube: Kube, pool: NodePool) -> None:
+    for name in pool.node_names():
+        kube.delete("v1", "Node", name)

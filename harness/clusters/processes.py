@@ -1,0 +1,140 @@
+"""Child processes the harness owns: started in their own process group, logged to a
+file, and always torn down — by stop(), on SIGINT/SIGTERM, at interpreter exit, and
+(through PR_SET_PDEATHSIG) even when the harness itself is killed outright."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+
+from harness.errors import ComponentFailed
+
+_PR_SET_PDEATHSIG = 1
+_LOG_TAIL_LINES = 20
+
+_live: set[ManagedProcess] = set()
+_lock = threading.Lock()
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: if the harness dies, so does the child.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return "<no log>"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class ManagedProcess:
+    """One component process. `name` is what error messages call it."""
+
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None):
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self.env = env
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, f"{self.name} was never started"
+        return self._proc.pid
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,  # own process group: Ctrl-C reaches us, we stop it in order
+                preexec_fn=_die_with_parent,
+            )
+        with _lock:
+            _live.add(self)
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def check_running(self) -> None:
+        """Raise ComponentFailed (naming it, with its log tail) if it has exited."""
+        if self._proc is None:
+            raise ComponentFailed(f"{self.name} was never started")
+        code = self._proc.poll()
+        if code is not None:
+            raise ComponentFailed(
+                f"{self.name} exited early with code {code}; last lines of {self.log_path}:\n"
+                f"{log_tail(self.log_path)}"
+            )
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM the whole process group, SIGKILL it after `grace` seconds."""
+        proc = self._proc
+        with _lock:
+            _live.discard(self)
+        if proc is None or proc.returncode is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self._reap_group(proc.pid)
+
+    @staticmethod
+    def _reap_group(pgid: int) -> None:
+        # Grandchildren that outlived the leader still belong to its process group.
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stop_all() -> None:
+    with _lock:
+        procs = list(_live)
+    for proc in reversed(procs):
+        proc.stop(grace=5.0)
+
+
+_installed = False
+
+
+def install_signal_teardown() -> None:
+    """Make SIGTERM behave like Ctrl-C (KeyboardInterrupt unwinds context managers and
+    pytest fixtures), and stop anything still running at interpreter exit."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    _installed = True
+    atexit.register(stop_all)
+    previous: Callable[[int, FrameType | None], object] | int | None = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        if callable(previous) and previous not in (signal.SIG_DFL, signal.SIG_IGN):
+            previous(signum, frame)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_sigterm)

@@ -1,0 +1,191 @@
+"""Build the k8slocal multi-call binary (etcd, kube-apiserver, kube-scheduler,
+kube-controller-manager) for one Kubernetes minor, and the kwok node simulator.
+
+Binaries go to a cache outside the repo, keyed by version, and are rebuilt only when
+an input changes (modfile, go.sum, Go sources, Go version, ldflags): a stamp file next
+to the binary records the hash of those inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.versions import REPO_ROOT, Matrix, Minor
+
+CONTROLPLANE_DIR = REPO_ROOT / "controlplane"
+MAIN_PACKAGE = "./cmd/k8slocal"
+
+Progress = Callable[[str], None]
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dra-harness"
+
+
+def modfile_path(minor: Minor) -> Path:
+    return CONTROLPLANE_DIR / "mod" / f"{minor.name}.mod"
+
+
+def binary_path(minor: Minor) -> Path:
+    return cache_root() / "bin" / minor.kubernetes / "k8slocal"
+
+
+def kwok_path(matrix: Matrix) -> Path:
+    return cache_root() / "bin" / f"kwok-{matrix.kwok_version}" / "kwok"
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def go_version() -> tuple[int, int, int]:
+    go = shutil.which("go")
+    if go is None:
+        raise HarnessError("Go is not installed (no `go` on PATH); the local provider builds Kubernetes with it")
+    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False).stdout
+    m = re.match(r"go(\d+)\.(\d+)(?:\.(\d+))?", out.strip())
+    if not m:
+        raise HarnessError(f"cannot tell the Go version from `go env GOVERSION`: {out.strip()!r}")
+    return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def required_go(modfile: Path) -> tuple[int, int, int]:
+    m = re.search(r"^go (\d+)\.(\d+)(?:\.(\d+))?", modfile.read_text(), re.MULTILINE)
+    if not m:
+        raise HarnessError(f"{modfile} has no go directive")
+    return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def check_go(modfile: Path, what: str) -> None:
+    have, need = go_version(), required_go(modfile)
+    if have < need:
+        raise HarnessError(
+            f"Go {'.'.join(map(str, need))} or newer is needed to build {what}; "
+            f"found go{'.'.join(map(str, have))}"
+        )
+
+
+def ldflags(minor: Minor) -> str:
+    major_s, minor_s = minor.name.split(".")
+    stamp = {
+        "gitVersion": minor.kubernetes,
+        "gitMajor": major_s,
+        "gitMinor": minor_s,
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",  # fixed, so the build is reproducible
+    }
+    pairs = [
+        f"-X {pkg}.{key}={value}"
+        for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+        for key, value in stamp.items()
+    ]
+    return " ".join(["-s", "-w", *pairs])
+
+
+def _inputs_hash(minor: Minor) -> str:
+    h = hashlib.sha256()
+    mod = modfile_path(minor)
+    for path in [mod, mod.with_suffix(".sum"), *sorted((CONTROLPLANE_DIR / "cmd").rglob("*.go"))]:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    h.update(".".join(map(str, go_version())).encode())
+    h.update(ldflags(minor).encode())
+    return h.hexdigest()
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("GOFLAGS", "-mod=mod")
+    env["CGO_ENABLED"] = "0"  # static binary; no C toolchain quirks
+    return env
+
+
+def _run_with_progress(cmd: list[str], total: int, label: str, cwd: Path, progress: Progress) -> None:
+    """Run `go build -v`, turning its one-line-per-package output into a progress line."""
+    start = time.monotonic()
+    built, next_report, tail = 0, 0.0, []
+    proc = subprocess.Popen(cmd, cwd=cwd, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        tail = [*tail[-19:], line.rstrip()]
+        if not line.startswith(("#", " ", "go: ")):
+            built += 1
+        elapsed = time.monotonic() - start
+        if elapsed >= next_report:
+            progress(f"{label}: {min(built, total)}/{total} packages, {elapsed:.0f}s")
+            next_report = elapsed + 15
+    if proc.wait() != 0:
+        raise HarnessError(f"{label} failed (exit {proc.returncode}):\n" + "\n".join(tail))
+    progress(f"{label}: done in {time.monotonic() - start:.0f}s")
+
+
+def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
+    """Return the k8slocal binary for `minor`, building it first if its inputs changed."""
+    if minor.unavailable:
+        raise HarnessError(f"Kubernetes {minor.name} is marked unavailable in versions.toml: {minor.unavailable}")
+    mod = modfile_path(minor)
+    if not mod.exists():
+        raise HarnessError(f"{mod} is missing; run `python -m harness.controlplane.modfile {minor.name}`")
+    check_go(mod, f"Kubernetes {minor.kubernetes}")
+    binary = binary_path(minor)
+    stamp = binary.with_name("inputs.sha256")
+    digest = _inputs_hash(minor)
+    if binary.exists() and stamp.exists() and stamp.read_text() == digest:
+        return binary
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    modflag = f"-modfile={mod.relative_to(CONTROLPLANE_DIR)}"
+    progress(f"building k8slocal {minor.kubernetes} into {binary} (a cold build takes many minutes)")
+    deps = subprocess.run(
+        ["go", "list", modflag, "-deps", MAIN_PACKAGE],
+        cwd=CONTROLPLANE_DIR, env=_go_env(), capture_output=True, text=True, check=False,
+    )
+    if deps.returncode != 0:
+        raise HarnessError(f"cannot resolve the modules of Kubernetes {minor.kubernetes}:\n{deps.stderr.strip()}")
+    tmp = binary.with_name("k8slocal.tmp")
+    cmd = ["go", "build", modflag, "-trimpath", "-v", "-ldflags", ldflags(minor), "-o", str(tmp), MAIN_PACKAGE]
+    _run_with_progress(cmd, len(deps.stdout.split()), f"k8slocal {minor.kubernetes}", CONTROLPLANE_DIR, progress)
+    tmp.replace(binary)
+    binary.with_name("featuregates.json").unlink(missing_ok=True)
+    stamp.write_text(digest)
+    return binary
+
+
+def ensure_kwok(matrix: Matrix, progress: Progress = _stderr) -> Path:
+    """Return the kwok binary, `go install`ed from the module proxy at the pinned version."""
+    binary = kwok_path(matrix)
+    if binary.exists():
+        return binary
+    go_version()
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    ref = f"{matrix.kwok_module}/cmd/kwok@{matrix.kwok_version}"
+    progress(f"building kwok {matrix.kwok_version} into {binary}")
+    env = _go_env() | {"GOBIN": str(binary.parent)}
+    start = time.monotonic()
+    done = subprocess.run(["go", "install", ref], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise HarnessError(f"building {ref} failed:\n{done.stderr.strip()[-2000:]}")
+    progress(f"kwok {matrix.kwok_version}: done in {time.monotonic() - start:.0f}s")
+    return binary
+
+
+def module_dir(module: str, version: str) -> Path:
+    """Download (if needed) one module from the proxy and return its source directory."""
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{version}"],
+        env=_go_env(), capture_output=True, text=True, check=False, cwd=tempfile.gettempdir(),
+    )
+    if out.returncode != 0:
+        raise HarnessError(f"cannot download {module}@{version}: {out.stdout.strip() or out.stderr.strip()}")
+    return Path(json.loads(out.stdout)["Dir"])

@@ -1,0 +1,91 @@
+"""Kubernetes API access for the harness: one typed entry point over the official client.
+
+DRA objects are read and written as plain dicts through the dynamic client, so fields the
+Python models do not know yet (new DRA fields, pod.status.extendedResourceClaimStatus)
+are never dropped before a test can assert them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError
+from kubernetes.dynamic.resource import Resource
+
+from harness.errors import HarnessError
+
+Obj = dict[str, Any]
+
+__all__ = ["ApiException", "Kube", "NotFoundError", "Obj"]
+
+
+@dataclass
+class Kube:
+    """A connection to one cluster, with helpers that return plain dicts."""
+
+    api_client: client.ApiClient
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: Path | str, context: str | None = None) -> Kube:
+        try:
+            api = config.new_client_from_config(config_file=str(kubeconfig), context=context)
+        except (config.ConfigException, OSError) as err:
+            raise HarnessError(f"cannot use kubeconfig {kubeconfig}: {err}") from None
+        # Tests create many objects concurrently; the default pool of 4 serialises them.
+        api.rest_client.pool_manager.connection_pool_kw["maxsize"] = 32
+        return cls(api)
+
+    @cached_property
+    def dynamic(self) -> DynamicClient:
+        return DynamicClient(self.api_client)
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+        obj: Obj = self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
+        return obj
+
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, **selectors: str
+    ) -> list[Obj]:
+        items = self.resource(api_version, kind).get(namespace=namespace, **selectors).to_dict()["items"]
+        return list(items)
+
+    def create(self, body: Obj, namespace: str | None = None) -> Obj:
+        res = self.resource(body["apiVersion"], body["kind"])
+        ns = namespace or body.get("metadata", {}).get("namespace")
+        created: Obj = res.create(body=body, namespace=ns if res.namespaced else None).to_dict()
+        return created
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Delete; False when it was already gone."""
+        try:
+            self.resource(api_version, kind).delete(name=name, namespace=namespace)
+        except NotFoundError:
+            return False
+        return True
+
+    def patch_status(self, api_version: str, kind: str, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+        res = self.resource(api_version, kind).subresources["status"]
+        out: Obj = res.patch(
+            body=patch, name=name, namespace=namespace, content_type="application/merge-patch+json"
+        ).to_dict()
+        return out
+
+    def server_version(self) -> tuple[int, int]:
+        info = client.VersionApi(self.api_client).get_code()
+        return int(info.major), int("".join(c for c in info.minor if c.isdigit()))
+
+    def events(self, namespace: str, involved_name: str | None = None) -> list[Obj]:
+        selector = {"field_selector": f"involvedObject.name={involved_name}"} if involved_name else {}
+        return self.list("v1", "Event", namespace, **selector)
+
+    def close(self) -> None:
+        self.api_client.close()

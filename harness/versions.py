@@ -1,0 +1,164 @@
+"""The version matrix, read from versions.toml (the single source of truth).
+
+Everything that depends on a Kubernetes minor, a gate profile or a pinned upstream
+version reads it from here; malformed files and unknown names fail with one line.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+VERSIONS_FILE = REPO_ROOT / "versions.toml"
+
+
+class VersionsError(HarnessError):
+    """versions.toml is missing, malformed, or does not name what was asked for."""
+
+
+@dataclass(frozen=True)
+class GateProfile:
+    name: str
+    gates: dict[str, bool]
+    runtime_config: dict[str, str]
+
+    def feature_gates_flag(self) -> str:
+        return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self.gates.items()))
+
+    def runtime_config_flag(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in sorted(self.runtime_config.items()))
+
+
+@dataclass(frozen=True)
+class Minor:
+    name: str  # "1.37"
+    kubernetes: str  # "v1.37.2": the k8s.io/kubernetes module version built
+    staging: str  # "v0.37.2": the k8s.io/<staging> module versions
+    kind_image: str
+    resource_api: str
+    scheduling_api: str
+    profiles: dict[str, GateProfile]
+    unavailable: str  # why this minor cannot be built here; "" when it can
+
+    @property
+    def number(self) -> tuple[int, int]:
+        major, minor = self.name.split(".")
+        return int(major), int(minor)
+
+    def profile(self, name: str) -> GateProfile:
+        try:
+            return self.profiles[name]
+        except KeyError:
+            valid = ", ".join(sorted(self.profiles))
+            raise VersionsError(f"unknown gate profile {name!r} for {self.name}; valid: {valid}") from None
+
+
+@dataclass(frozen=True)
+class Matrix:
+    default_minor: str
+    default_profile: str
+    default_personality: str
+    kind_version: str
+    kwok_module: str
+    kwok_version: str
+    minors: dict[str, Minor]
+
+    def minor(self, name: str) -> Minor:
+        name = name.removeprefix("v")
+        if name.count(".") == 2:  # a full release like 1.37.2 names its minor
+            name = name.rsplit(".", 1)[0]
+        try:
+            return self.minors[name]
+        except KeyError:
+            valid = ", ".join(self.minors)
+            raise VersionsError(f"unknown Kubernetes version {name!r}; valid: {valid}") from None
+
+
+def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise VersionsError(f"{where}: [{key}] must be a table")
+    return value
+
+
+def _str(data: dict[str, Any], key: str, where: str, *, optional: bool = False) -> str:
+    value = data.get(key, "" if optional else None)
+    if not isinstance(value, str):
+        raise VersionsError(f"{where}: {key} must be a string, got {value!r}")
+    return value
+
+
+def _profile(name: str, data: Any, where: str) -> GateProfile:
+    if not isinstance(data, dict):
+        raise VersionsError(f"{where}: profile {name!r} must be a table")
+    gates = data.get("gates", {})
+    runtime = data.get("runtime_config", {})
+    if not isinstance(gates, dict) or not all(isinstance(v, bool) for v in gates.values()):
+        raise VersionsError(f"{where}.profiles.{name}: gates must map gate names to true/false")
+    if not isinstance(runtime, dict) or not all(isinstance(v, str) for v in runtime.values()):
+        raise VersionsError(f"{where}.profiles.{name}: runtime_config values must be strings")
+    return GateProfile(name, dict(gates), dict(runtime))
+
+
+def _minor(name: str, data: Any) -> Minor:
+    where = f"minors.{name!r}"
+    if not isinstance(data, dict):
+        raise VersionsError(f"{where} must be a table")
+    parts = name.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise VersionsError(f"{where}: a minor is named like \"1.37\"")
+    kubernetes = _str(data, "kubernetes", where)
+    staging = _str(data, "staging", where)
+    if not kubernetes.startswith(f"v{name}.") or not staging.startswith(f"v0.{parts[1]}."):
+        raise VersionsError(f"{where}: kubernetes {kubernetes!r} / staging {staging!r} do not match {name}")
+    profiles = {p: _profile(p, d, where) for p, d in _table(data, "profiles", where).items()}
+    if not profiles:
+        raise VersionsError(f"{where}: needs at least one gate profile")
+    return Minor(
+        name=name,
+        kubernetes=kubernetes,
+        staging=staging,
+        kind_image=_str(data, "kind_image", where),
+        resource_api=_str(data, "resource_api", where),
+        scheduling_api=_str(data, "scheduling_api", where, optional=True),
+        profiles=profiles,
+        unavailable=_str(data, "unavailable", where, optional=True),
+    )
+
+
+def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise VersionsError(f"{source} is not valid TOML: {err}") from None
+    minors = {name: _minor(name, d) for name, d in _table(data, "minors", source).items()}
+    if not minors:
+        raise VersionsError(f"{source}: [minors] is empty")
+    kind = _table(data, "kind", source)
+    kwok = _table(data, "kwok", source)
+    matrix = Matrix(
+        default_minor=_str(data, "default_minor", source),
+        default_profile=_str(data, "default_profile", source),
+        default_personality=_str(data, "default_personality", source),
+        kind_version=_str(kind, "version", "kind"),
+        kwok_module=_str(kwok, "module", "kwok"),
+        kwok_version=_str(kwok, "version", "kwok"),
+        minors=minors,
+    )
+    matrix.minor(matrix.default_minor).profile(matrix.default_profile)
+    return matrix
+
+
+@cache
+def load_matrix(path: Path = VERSIONS_FILE) -> Matrix:
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise VersionsError(f"cannot read {path}: {err.strerror}") from None
+    return parse_matrix(text, str(path.name))

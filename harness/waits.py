@@ -1,0 +1,118 @@
+"""Bounded, named waits: the only way tests and the harness wait for anything.
+
+`wait_for` polls `observe` until `until(observation)` holds; on timeout it raises
+WaitTimeout naming the wait and showing the last observed state (or the last error),
+so a failed run says what the cluster looked like, not just "timed out".
+`assert_stays` is the converse for "stays Pending" cases: it fails the moment the
+condition breaks and passes once it has held for the whole period.
+"""
+
+from __future__ import annotations
+
+import pprint
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from tenacity import RetryError, Retrying, retry_if_exception, retry_if_result, stop_after_delay
+from tenacity.wait import wait_fixed
+
+from harness.errors import HarnessError, WaitTimeout
+
+T = TypeVar("T")
+
+_MAX_STATE_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Named bounds for every wait. One place, so a slow machine can scale them together."""
+
+    component_ready: float = 60.0
+    api_object: float = 30.0
+    node_ready: float = 60.0
+    pod_scheduled: float = 60.0
+    pod_running: float = 60.0
+    claim_allocated: float = 60.0
+    deletion: float = 60.0
+    # How long "stays Pending" must hold: several scheduler retry cycles (backoff 1s..10s).
+    stays_pending: float = 8.0
+
+
+TIMEOUTS = Timeouts()
+
+
+def _show(state: object) -> str:
+    text = state if isinstance(state, str) else pprint.pformat(state, width=100, compact=True)
+    return text if len(text) <= _MAX_STATE_CHARS else text[:_MAX_STATE_CHARS] + " ...(truncated)"
+
+
+def _transient(err: BaseException) -> bool:
+    # A HarnessError (e.g. a component that exited) will not get better by waiting.
+    return isinstance(err, Exception) and not isinstance(err, HarnessError)
+
+
+def wait_for(
+    observe: Callable[[], T],
+    until: Callable[[T], bool] = bool,
+    *,
+    timeout: float,
+    describe: str,
+    interval: float = 0.2,
+) -> T:
+    """Poll `observe` until `until(value)`; return that value.
+
+    Exceptions from `observe` count as "not yet", except HarnessError, which ends the wait.
+    """
+    last: list[object] = ["<nothing observed>"]
+
+    def attempt() -> tuple[bool, T | None]:
+        try:
+            value = observe()
+        except Exception as err:
+            last[0] = f"{type(err).__name__}: {err}"
+            raise
+        last[0] = value
+        return until(value), value
+
+    retrying = Retrying(
+        stop=stop_after_delay(timeout),
+        wait=wait_fixed(interval),
+        retry=retry_if_exception(_transient) | retry_if_result(lambda r: not r[0]),
+        reraise=False,
+    )
+    try:
+        done, value = retrying(attempt)
+    except RetryError:
+        raise WaitTimeout(
+            f"timed out after {timeout:g}s waiting for {describe}; last observed:\n{_show(last[0])}"
+        ) from None
+    assert done
+    return value  # type: ignore[return-value]
+
+
+def assert_stays(
+    observe: Callable[[], T],
+    holds: Callable[[T], bool],
+    *,
+    duration: float,
+    describe: str,
+    interval: float = 0.25,
+) -> T:
+    """Assert `holds(observe())` for the whole `duration`; fail at the first violation."""
+    last: list[T] = []
+
+    def attempt() -> bool:
+        value = observe()
+        last[:] = [value]
+        if not holds(value):
+            raise AssertionError(f"expected {describe} for {duration:g}s, but it broke:\n{_show(value)}")
+        return True
+
+    # Keep observing while it holds; running out of time is the success case.
+    retrying = Retrying(stop=stop_after_delay(duration), wait=wait_fixed(interval), retry=retry_if_result(bool))
+    try:
+        retrying(attempt)
+    except RetryError:
+        return last[0]
+    raise AssertionError(f"assert_stays({describe}) ended without observing")  # unreachable by design
