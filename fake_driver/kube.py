@@ -65,26 +65,30 @@ class KubeRest:
         body: Obj | None = None,
         content_type: str = JSON,
     ) -> Obj | None:
+        # kubernetes>=31 (OpenAPI generator 7): param_serialize builds URL, auth and body;
+        # call_api returns the raw response without raising on HTTP errors.
         from kubernetes.client.exceptions import ApiException
 
         headers = {"Accept": JSON, "Content-Type": content_type}
         try:
-            resp = self.api_client.call_api(
-                path,
+            m, url, hdrs, data, post = self.api_client.param_serialize(
                 method,
+                path,
                 query_params=list((query or {}).items()),
                 header_params=headers,
                 body=body,
                 auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
             )
+            resp = self.api_client.call_api(m, url, header_params=hdrs, body=data, post_params=post)
+            raw = resp.read()
+            status = int(resp.status)
         except ApiException as e:
-            if e.status == 404 and method in ("GET", "DELETE"):
-                return None
-            raise ApiError.from_response(e.status, e.body, f"{method} {path}") from None
-        data = resp.data if hasattr(resp, "data") else resp
-        return json.loads(data) if data else {}
+            raw, status = e.body, int(e.status or 0)
+        if status == 404 and method in ("GET", "DELETE"):
+            return None
+        if not 200 <= status < 300:
+            raise ApiError.from_response(status, raw, f"{method} {path}")
+        return json.loads(raw) if raw else {}
 
     def get(self, path: str) -> Obj | None:
         return self._call("GET", path)
