@@ -7,6 +7,7 @@ are never dropped before a test can assert them.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -34,7 +35,7 @@ class Kube:
     @classmethod
     def from_kubeconfig(cls, kubeconfig: Path | str, context: str | None = None) -> Kube:
         try:
-            api = config.new_client_from_config(config_file=str(kubeconfig), context=context)
+            api = config.new_client_from_config(config_file=str(kubeconfig), context=context)  # type: ignore[no-untyped-call]
         except (config.ConfigException, OSError) as err:
             raise HarnessError(f"cannot use kubeconfig {kubeconfig}: {err}") from None
         # Tests create many objects concurrently; the default pool of 4 serialises them.
@@ -43,10 +44,11 @@ class Kube:
 
     @cached_property
     def dynamic(self) -> DynamicClient:
-        return DynamicClient(self.api_client)
+        return DynamicClient(self.api_client)  # type: ignore[no-untyped-call]
 
     def resource(self, api_version: str, kind: str) -> Resource:
-        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+        res: Resource = self.dynamic.resources.get(api_version=api_version, kind=kind)
+        return res
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
         obj: Obj = self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
@@ -54,7 +56,7 @@ class Kube:
 
     def list(
         self, api_version: str, kind: str, namespace: str | None = None, **selectors: str
-    ) -> list[Obj]:
+    ) -> builtins.list[Obj]:
         items = self.resource(api_version, kind).get(namespace=namespace, **selectors).to_dict()["items"]
         return list(items)
 
@@ -72,20 +74,31 @@ class Kube:
             return False
         return True
 
-    def patch_status(self, api_version: str, kind: str, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+    def patch_status(
+        self, api_version: str, kind: str, name: str, patch: Obj, namespace: str | None = None
+    ) -> Obj:
         res = self.resource(api_version, kind).subresources["status"]
         out: Obj = res.patch(
             body=patch, name=name, namespace=namespace, content_type="application/merge-patch+json"
         ).to_dict()
         return out
 
+    def raw_get(self, path: str) -> tuple[int, str]:
+        """GET a non-resource path (/metrics, /readyz) with the client's credentials."""
+        method, url, headers, body, post = self.api_client.param_serialize(
+            "GET", path, auth_settings=["BearerToken"]
+        )
+        resp = self.api_client.call_api(method, url, header_params=headers, body=body, post_params=post)
+        resp.read()  # type: ignore[no-untyped-call]
+        return int(resp.status), (resp.data or b"").decode("utf-8", "replace")
+
     def server_version(self) -> tuple[int, int]:
         info = client.VersionApi(self.api_client).get_code()
         return int(info.major), int("".join(c for c in info.minor if c.isdigit()))
 
-    def events(self, namespace: str, involved_name: str | None = None) -> list[Obj]:
+    def events(self, namespace: str, involved_name: str | None = None) -> builtins.list[Obj]:
         selector = {"field_selector": f"involvedObject.name={involved_name}"} if involved_name else {}
         return self.list("v1", "Event", namespace, **selector)
 
     def close(self) -> None:
-        self.api_client.close()
+        self.api_client.close()  # type: ignore[no-untyped-call]

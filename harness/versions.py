@@ -112,7 +112,7 @@ def _minor(name: str, data: Any) -> Minor:
         raise VersionsError(f"{where} must be a table")
     parts = name.split(".")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise VersionsError(f"{where}: a minor is named like \"1.37\"")
+        raise VersionsError(f'{where}: a minor is named like "1.37"')
     kubernetes = _str(data, "kubernetes", where)
     staging = _str(data, "staging", where)
     if not kubernetes.startswith(f"v{name}.") or not staging.startswith(f"v0.{parts[1]}."):

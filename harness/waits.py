@@ -110,7 +110,9 @@ def assert_stays(
         return True
 
     # Keep observing while it holds; running out of time is the success case.
-    retrying = Retrying(stop=stop_after_delay(duration), wait=wait_fixed(interval), retry=retry_if_result(bool))
+    retrying = Retrying(
+        stop=stop_after_delay(duration), wait=wait_fixed(interval), retry=retry_if_result(bool)
+    )
     try:
         retrying(attempt)
     except RetryError:

@@ -13,7 +13,9 @@ def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: CertP
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "dra-harness", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "clusters": [
+            {"name": "dra-harness", "cluster": {"server": server, "certificate-authority": str(ca)}}
+        ],
         "users": [
             {"name": user, "user": {"client-certificate": str(client.cert), "client-key": str(client.key)}}
         ],

@@ -32,7 +32,9 @@ def _outcome_stage(pod_complete: dict[str, Any], phase: str, exit_code: int) -> 
     """kwok's pod-complete stage, selected by our annotation instead of a Job owner."""
     stage = copy.deepcopy(pod_complete)
     stage["metadata"]["name"] = f"pod-outcome-{phase.lower()}"
-    expressions = [e for e in stage["spec"]["selector"]["matchExpressions"] if "ownerReferences" not in e["key"]]
+    expressions = [
+        e for e in stage["spec"]["selector"]["matchExpressions"] if "ownerReferences" not in e["key"]
+    ]
     expressions.append(
         {"key": f'.metadata.annotations["{OUTCOME_ANNOTATION}"]', "operator": "In", "values": [phase]}
     )
@@ -40,7 +42,9 @@ def _outcome_stage(pod_complete: dict[str, Any], phase: str, exit_code: int) -> 
     template: str = stage["spec"]["next"]["statusTemplate"]
     template = template.replace("phase: Succeeded", f"phase: {phase}")
     if exit_code:
-        template = template.replace("exitCode: 0", f"exitCode: {exit_code}").replace("reason: Completed", "reason: Error")
+        template = template.replace("exitCode: 0", f"exitCode: {exit_code}").replace(
+            "reason: Completed", "reason: Error"
+        )
     stage["spec"]["next"]["statusTemplate"] = template
     return stage
 

@@ -20,14 +20,15 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.clusters import health
+from harness.clusters.base import Cell
 from harness.clusters.kubeconfig import write_kubeconfig
 from harness.clusters.kwok import kwok_config
 from harness.clusters.pki import ClusterPKI, generate_pki
 from harness.clusters.ports import free_port
 from harness.clusters.processes import ManagedProcess, install_signal_teardown
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
-from harness.controlplane.gates import KnownGate, known_gates, validate_profile
-from harness.errors import ComponentFailed, HarnessError
+from harness.controlplane.gates import KnownGate, enabled_gates, known_gates, validate_profile
+from harness.errors import ComponentFailed
 from harness.versions import GateProfile, Matrix, Minor, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 
@@ -87,6 +88,15 @@ class LocalCluster:
         assert self._pki is not None, "cluster not started"
         return self._pki
 
+    def cell(self) -> Cell:
+        return Cell(
+            provider=self.provider,
+            minor=self.minor.name,
+            kubernetes=self.minor.kubernetes,
+            profile=self.profile.name,
+            gates=enabled_gates(self.profile, self.known_gates),
+        )
+
     def log_path(self, component: str) -> Path:
         return self.run_dir / "logs" / f"{component}.log"
 
@@ -145,11 +155,18 @@ class LocalCluster:
         self._pki = pki
         write_kubeconfig(self.kubeconfig, self.server, pki.ca.cert, "admin", pki.admin)
         write_kubeconfig(
-            self.run_dir / "controller-manager.kubeconfig", self.server, pki.ca.cert,
-            "system:kube-controller-manager", pki.controller_manager,
+            self.run_dir / "controller-manager.kubeconfig",
+            self.server,
+            pki.ca.cert,
+            "system:kube-controller-manager",
+            pki.controller_manager,
         )
         write_kubeconfig(
-            self.run_dir / "scheduler.kubeconfig", self.server, pki.ca.cert, "system:kube-scheduler", pki.scheduler
+            self.run_dir / "scheduler.kubeconfig",
+            self.server,
+            pki.ca.cert,
+            "system:kube-scheduler",
+            pki.scheduler,
         )
         self._start_component("etcd")
         self._start_component("kube-apiserver")
@@ -171,13 +188,15 @@ class LocalCluster:
                 self._repick_port(name)
 
     def _repick_port(self, name: str) -> None:
-        attr = {"etcd": "etcd_client", "kube-apiserver": "apiserver"}.get(name, name.replace("kube-", "").replace("-", "_"))
+        attr = {"etcd": "etcd_client", "kube-apiserver": "apiserver"}.get(
+            name, name.replace("kube-", "").replace("-", "_")
+        )
         setattr(self.ports, attr, free_port())
         if name == "etcd":
             self.ports.etcd_peer = free_port()
 
     def _launch(self, name: str) -> None:
-        assert self._binary is not None and self._kwok is not None
+        assert self._binary is not None, "start() sets the binary"
         argv = self._kwok_argv() if name == "kwok" else [str(self._binary), name, *self._flags(name)]
         proc = ManagedProcess(name, argv, self.log_path(name))
         self.components[name] = proc
@@ -191,8 +210,13 @@ class LocalCluster:
             proc.check_running()
             return probe()
 
-        wait_for(observe, lambda r: r[0] == 200, timeout=TIMEOUTS.component_ready, describe=f"{name} healthy",
-                 interval=0.1)
+        wait_for(
+            observe,
+            lambda r: r[0] == 200,
+            timeout=TIMEOUTS.component_ready,
+            describe=f"{name} healthy",
+            interval=0.1,
+        )
 
     def _probe(self, name: str) -> Callable[[], tuple[int, str]]:
         p, pki = self.ports, self.pki
@@ -221,10 +245,12 @@ class LocalCluster:
             shutil.rmtree(data, ignore_errors=True)
             peer = f"http://127.0.0.1:{p.etcd_peer}"
             return [
-                "--name=default", f"--data-dir={data}",
+                "--name=default",
+                f"--data-dir={data}",
                 f"--listen-client-urls=http://127.0.0.1:{p.etcd_client}",
                 f"--advertise-client-urls=http://127.0.0.1:{p.etcd_client}",
-                f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
                 f"--initial-cluster=default={peer}",
                 "--unsafe-no-fsync=true",  # test data: durability buys nothing here
                 "--log-level=warn",
@@ -233,8 +259,10 @@ class LocalCluster:
             runtime = self.profile.runtime_config_flag()
             return [
                 f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
-                "--bind-address=127.0.0.1", f"--secure-port={p.apiserver}",
-                f"--tls-cert-file={pki.apiserver.cert}", f"--tls-private-key-file={pki.apiserver.key}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={p.apiserver}",
+                f"--tls-cert-file={pki.apiserver.cert}",
+                f"--tls-private-key-file={pki.apiserver.key}",
                 f"--client-ca-file={pki.ca.cert}",
                 f"--service-account-key-file={pki.service_account_pub}",
                 f"--service-account-signing-key-file={pki.service_account_key}",
@@ -255,18 +283,23 @@ class LocalCluster:
         if name == "kube-controller-manager":
             kc = run / "controller-manager.kubeconfig"
             return [
-                f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+                f"--kubeconfig={kc}",
+                f"--authentication-kubeconfig={kc}",
+                f"--authorization-kubeconfig={kc}",
                 f"--secure-port={p.controller_manager}",
                 f"--service-account-private-key-file={pki.service_account_key}",
                 f"--root-ca-file={pki.ca.cert}",
                 "--use-service-account-credentials=true",
-                f"--cluster-signing-cert-file={pki.ca.cert}", f"--cluster-signing-key-file={pki.ca.key}",
+                f"--cluster-signing-cert-file={pki.ca.cert}",
+                f"--cluster-signing-key-file={pki.ca.key}",
                 f"--cert-dir={run / 'controller-manager-certs'}",
                 *common,
             ]
         kc = run / "scheduler.kubeconfig"
         return [
-            f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+            f"--kubeconfig={kc}",
+            f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}",
             f"--secure-port={p.scheduler}",
             f"--cert-dir={run / 'scheduler-certs'}",
             *common,
@@ -298,4 +331,3 @@ class LocalCluster:
             "run_dir": str(self.run_dir),
         }
         (self.run_dir / "state.json").write_text(json.dumps(state, indent=2))
-

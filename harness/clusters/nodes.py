@@ -61,7 +61,10 @@ def create_pool(kube: Kube, pool: NodePool, *, wait_ready: bool = True) -> list[
         kube.create(node_manifest(pool, name))
     if wait_ready:
         wait_for(
-            lambda: {n["metadata"]["name"]: node_ready(n) for n in kube.list("v1", "Node", label_selector=f"{POOL_LABEL}={pool.name}")},
+            lambda: {
+                n["metadata"]["name"]: node_ready(n)
+                for n in kube.list("v1", "Node", label_selector=f"{POOL_LABEL}={pool.name}")
+            },
             lambda seen: len(seen) == len(names) and all(seen.values()),
             timeout=TIMEOUTS.node_ready,
             describe=f"{len(names)} nodes of pool {pool.name} Ready",

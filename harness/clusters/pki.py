@@ -55,7 +55,9 @@ def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
     path.chmod(0o600)
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey) -> x509.CertificateBuilder:
+def _builder(
+    subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey
+) -> x509.CertificateBuilder:
     now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()
@@ -79,7 +81,9 @@ def _leaf(
     server_ips: tuple[str, ...] = (),
 ) -> CertPair:
     key = _key()
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if (server_names or server_ips) else ExtendedKeyUsageOID.CLIENT_AUTH
+    usage = (
+        ExtendedKeyUsageOID.SERVER_AUTH if (server_names or server_ips) else ExtendedKeyUsageOID.CLIENT_AUTH
+    )
     builder = (
         _builder(subject, ca_name, key)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
@@ -105,9 +109,15 @@ def generate_pki(directory: Path) -> ClusterPKI:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False, key_agreement=False,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -132,7 +142,11 @@ def generate_pki(directory: Path) -> ClusterPKI:
     return ClusterPKI(
         ca=ca,
         apiserver=_leaf(
-            directory, "apiserver", ca_key, ca_name, _name("kube-apiserver"),
+            directory,
+            "apiserver",
+            ca_key,
+            ca_name,
+            _name("kube-apiserver"),
             server_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
             server_ips=("127.0.0.1", "10.0.0.1"),
         ),

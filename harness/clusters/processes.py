@@ -5,6 +5,7 @@ file, and always torn down — by stop(), on SIGINT/SIGTERM, at interpreter exit
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import os
 import signal
@@ -92,10 +93,8 @@ class ManagedProcess:
         if proc is None or proc.returncode is not None:
             return
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
             try:
                 proc.wait(timeout=wait)
                 break
@@ -106,10 +105,8 @@ class ManagedProcess:
     @staticmethod
     def _reap_group(pgid: int) -> None:
         # Grandchildren that outlived the leader still belong to its process group.
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def stop_all() -> None:
@@ -133,7 +130,7 @@ def install_signal_teardown() -> None:
     previous: Callable[[int, FrameType | None], object] | int | None = signal.getsignal(signal.SIGTERM)
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        if callable(previous) and previous not in (signal.SIG_DFL, signal.SIG_IGN):
+        if callable(previous):
             previous(signum, frame)
         raise KeyboardInterrupt(f"signal {signum}")
 

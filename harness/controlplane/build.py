@@ -14,8 +14,8 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +53,9 @@ def _stderr(line: str) -> None:
 def go_version() -> tuple[int, int, int]:
     go = shutil.which("go")
     if go is None:
-        raise HarnessError("Go is not installed (no `go` on PATH); the local provider builds Kubernetes with it")
+        raise HarnessError(
+            "Go is not installed (no `go` on PATH); the local provider builds Kubernetes with it"
+        )
     out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False).stdout
     m = re.match(r"go(\d+)\.(\d+)(?:\.(\d+))?", out.strip())
     if not m:
@@ -115,8 +117,11 @@ def _go_env() -> dict[str, str]:
 def _run_with_progress(cmd: list[str], total: int, label: str, cwd: Path, progress: Progress) -> None:
     """Run `go build -v`, turning its one-line-per-package output into a progress line."""
     start = time.monotonic()
-    built, next_report, tail = 0, 0.0, []
-    proc = subprocess.Popen(cmd, cwd=cwd, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    built, next_report = 0, 0.0
+    tail: list[str] = []
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         tail = [*tail[-19:], line.rstrip()]
@@ -134,7 +139,9 @@ def _run_with_progress(cmd: list[str], total: int, label: str, cwd: Path, progre
 def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
     """Return the k8slocal binary for `minor`, building it first if its inputs changed."""
     if minor.unavailable:
-        raise HarnessError(f"Kubernetes {minor.name} is marked unavailable in versions.toml: {minor.unavailable}")
+        raise HarnessError(
+            f"Kubernetes {minor.name} is marked unavailable in versions.toml: {minor.unavailable}"
+        )
     mod = modfile_path(minor)
     if not mod.exists():
         raise HarnessError(f"{mod} is missing; run `python -m harness.controlplane.modfile {minor.name}`")
@@ -149,13 +156,32 @@ def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
     progress(f"building k8slocal {minor.kubernetes} into {binary} (a cold build takes many minutes)")
     deps = subprocess.run(
         ["go", "list", modflag, "-deps", MAIN_PACKAGE],
-        cwd=CONTROLPLANE_DIR, env=_go_env(), capture_output=True, text=True, check=False,
+        cwd=CONTROLPLANE_DIR,
+        env=_go_env(),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if deps.returncode != 0:
-        raise HarnessError(f"cannot resolve the modules of Kubernetes {minor.kubernetes}:\n{deps.stderr.strip()}")
+        raise HarnessError(
+            f"cannot resolve the modules of Kubernetes {minor.kubernetes}:\n{deps.stderr.strip()}"
+        )
     tmp = binary.with_name("k8slocal.tmp")
-    cmd = ["go", "build", modflag, "-trimpath", "-v", "-ldflags", ldflags(minor), "-o", str(tmp), MAIN_PACKAGE]
-    _run_with_progress(cmd, len(deps.stdout.split()), f"k8slocal {minor.kubernetes}", CONTROLPLANE_DIR, progress)
+    cmd = [
+        "go",
+        "build",
+        modflag,
+        "-trimpath",
+        "-v",
+        "-ldflags",
+        ldflags(minor),
+        "-o",
+        str(tmp),
+        MAIN_PACKAGE,
+    ]
+    _run_with_progress(
+        cmd, len(deps.stdout.split()), f"k8slocal {minor.kubernetes}", CONTROLPLANE_DIR, progress
+    )
     tmp.replace(binary)
     binary.with_name("featuregates.json").unlink(missing_ok=True)
     stamp.write_text(digest)
@@ -184,7 +210,11 @@ def module_dir(module: str, version: str) -> Path:
     """Download (if needed) one module from the proxy and return its source directory."""
     out = subprocess.run(
         ["go", "mod", "download", "-json", f"{module}@{version}"],
-        env=_go_env(), capture_output=True, text=True, check=False, cwd=tempfile.gettempdir(),
+        env=_go_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tempfile.gettempdir(),
     )
     if out.returncode != 0:
         raise HarnessError(f"cannot download {module}@{version}: {out.stdout.strip() or out.stderr.strip()}")

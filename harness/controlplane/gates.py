@@ -32,9 +32,7 @@ def known_gates(binary: Path) -> dict[str, KnownGate]:
             raise HarnessError(f"{binary} featuregates failed: {out.stderr.strip()[-500:]}")
         cache.write_text(out.stdout)
     raw = json.loads(cache.read_text())
-    return {
-        g["name"]: KnownGate(g["name"], g["default"], g["preRelease"], g["lockedToDefault"]) for g in raw
-    }
+    return {g["name"]: KnownGate(g["name"], g["default"], g["preRelease"], g["lockedToDefault"]) for g in raw}
 
 
 def validate_profile(minor: Minor, profile: GateProfile, known: dict[str, KnownGate]) -> None:
@@ -49,7 +47,8 @@ def validate_profile(minor: Minor, profile: GateProfile, known: dict[str, KnownG
     )
     if locked:
         raise HarnessError(
-            f"gate profile {profile.name!r} of {minor.name} sets gates locked to their default: {', '.join(locked)}"
+            f"gate profile {profile.name!r} of {minor.name} sets gates locked to their default: "
+            f"{', '.join(locked)}"
         )
 
 

@@ -1,0 +1,58 @@
+# dra-harness: everything a fresh machine needs comes from here (PyPI + the Go module proxy).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+K8S ?=
+GATES ?=
+K8S_FLAG := $(if $(K8S),-k $(K8S),)
+GATES_FLAG := $(if $(GATES),-g $(GATES),)
+PYTEST_ARGS ?=
+
+.PHONY: all venv controlplane lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish clean
+
+all: test
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+# Build (or reuse from ~/.cache/dra-harness) the control plane of one minor: make controlplane K8S=1.34
+controlplane: venv
+	$(BIN)/dra-harness controlplane build $(K8S_FLAG)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+unit: venv
+	$(BIN)/pytest tests $(PYTEST_ARGS)
+
+e2e: controlplane
+	$(BIN)/pytest suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
+
+# The README's test command: lint, the harness's own tests, then the suites on the local cluster.
+test: lint controlplane
+	$(BIN)/pytest tests suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
+
+# The main job: the suites on the default cell, reports in reports/out/<run-id>/.
+run: controlplane
+	$(BIN)/dra-harness run $(K8S_FLAG) $(GATES_FLAG)
+
+cluster: controlplane
+	$(BIN)/dra-harness cluster up $(K8S_FLAG) $(GATES_FLAG)
+
+cluster-down: venv
+	$(BIN)/dra-harness cluster down
+
+bench-cluster-start: controlplane
+	$(BIN)/python bench/cluster_start.py $(K8S_FLAG)
+
+clean:
+	rm -rf reports/out .pytest_cache .mypy_cache .ruff_cache

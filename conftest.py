@@ -1,0 +1,7 @@
+pytest_plugins = [
+    "fixtures.options",
+    "fixtures.cluster",
+    "fixtures.namespace",
+    "fixtures.requirements",
+    "fixtures.nodes",
+]

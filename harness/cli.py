@@ -1,0 +1,200 @@
+"""dra-harness command line.
+
+    dra-harness versions                       the matrix in versions.toml
+    dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
+    dra-harness cluster up|down|status         a local cluster to poke at with kubectl
+    dra-harness run                            the main job: suites on the default cell, reports
+
+Errors the user can fix print as one line and exit 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
+from harness.errors import HarnessError
+from harness.versions import REPO_ROOT, load_matrix
+from harness.waits import TIMEOUTS, wait_for
+
+
+def _state_dir(name: str) -> Path:
+    return cache_root() / "clusters" / name
+
+
+def _read_state(state_dir: Path) -> dict[str, object] | None:
+    try:
+        state: dict[str, object] = json.loads((state_dir / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return state
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def cmd_versions(_: argparse.Namespace) -> int:
+    matrix = load_matrix()
+    for minor in matrix.minors.values():
+        status = f"unavailable: {minor.unavailable}" if minor.unavailable else "available"
+        default = " (default)" if minor.name == matrix.default_minor else ""
+        print(f"{minor.name}{default}  {minor.kubernetes}  profiles={','.join(minor.profiles)}  {status}")
+    return 0
+
+
+def cmd_controlplane_build(args: argparse.Namespace) -> int:
+    matrix = load_matrix()
+    names = list(matrix.minors) if args.k8s_version == "all" else [args.k8s_version or matrix.default_minor]
+    for name in names:
+        print(ensure_controlplane(matrix.minor(name)))
+    print(ensure_kwok(matrix))
+    return 0
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    matrix = load_matrix()
+    minor = matrix.minor(args.k8s_version or matrix.default_minor)
+    minor.profile(args.gates or matrix.default_profile)
+    state_dir = _state_dir(args.name)
+    state = _read_state(state_dir)
+    if state and _alive(state.get("supervisor_pid")):
+        print(f"# cluster {args.name!r} is already running ({state['kubernetes']}, {state['profile']})")
+        print(f"export KUBECONFIG={state['kubeconfig']}")
+        return 0
+    ensure_controlplane(minor)  # build in the foreground, where progress is visible
+    ensure_kwok(matrix)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log = (state_dir / "supervisor.log").open("ab")
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.clusters.supervisor",
+        "--state-dir",
+        str(state_dir),
+        "--k8s-version",
+        minor.name,
+        "--gates",
+        args.gates or matrix.default_profile,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=REPO_ROOT,
+    )
+
+    def observe() -> dict[str, object]:
+        if proc.poll() is not None:
+            tail = (state_dir / "supervisor.log").read_text(errors="replace").strip().splitlines()[-20:]
+            raise HarnessError("cluster failed to start:\n" + "\n".join(tail))
+        return _read_state(state_dir) or {}
+
+    state = wait_for(
+        observe,
+        lambda s: bool(s.get("ready")),
+        timeout=TIMEOUTS.component_ready * 2,
+        describe=f"cluster {args.name!r} ready",
+    )
+    print(
+        f"# cluster {args.name!r}: Kubernetes {state['kubernetes']}, gates {state['profile']}; "
+        f"logs in {state_dir / 'logs'}"
+    )
+    print(f"export KUBECONFIG={state['kubeconfig']}")
+    return 0
+
+
+def cmd_cluster_down(args: argparse.Namespace) -> int:
+    state_dir = _state_dir(args.name)
+    state = _read_state(state_dir)
+    pid = state.get("supervisor_pid") if state else None
+    if not isinstance(pid, int) or not _alive(pid):
+        print(f"cluster {args.name!r} is not running")
+        return 0
+    os.kill(pid, signal.SIGTERM)
+    wait_for(
+        lambda: _alive(pid),
+        lambda alive: not alive,
+        timeout=TIMEOUTS.deletion,
+        describe=f"cluster {args.name!r} supervisor (pid {pid}) to exit",
+    )
+    print(f"cluster {args.name!r} stopped")
+    return 0
+
+
+def cmd_cluster_status(args: argparse.Namespace) -> int:
+    state = _read_state(_state_dir(args.name))
+    if not state or not _alive(state.get("supervisor_pid")):
+        print(f"cluster {args.name!r} is not running")
+        return 1
+    print(json.dumps(state, indent=2))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from harness.run import run_suites
+
+    return run_suites(args.k8s_version, args.gates, list(args.pytest_args))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dra-harness", description="DRA end-to-end test harness")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("versions", help="list the version matrix").set_defaults(func=cmd_versions)
+
+    cp = sub.add_parser("controlplane", help="control-plane binaries").add_subparsers(
+        dest="action", required=True
+    )
+    build = cp.add_parser("build", help="build the control plane for a minor (or 'all')")
+    build.add_argument("-k", "--k8s-version")
+    build.set_defaults(func=cmd_controlplane_build)
+
+    cl = sub.add_parser("cluster", help="a long-lived local cluster").add_subparsers(
+        dest="action", required=True
+    )
+    for action, func in (("up", cmd_cluster_up), ("down", cmd_cluster_down), ("status", cmd_cluster_status)):
+        p = cl.add_parser(action)
+        p.add_argument("--name", default="default")
+        if action == "up":
+            p.add_argument("-k", "--k8s-version")
+            p.add_argument("-g", "--gates")
+        p.set_defaults(func=func)
+
+    run = sub.add_parser("run", help="run the suites on one cell and write reports")
+    run.add_argument("-k", "--k8s-version")
+    run.add_argument("-g", "--gates")
+    run.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    run.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except HarnessError as err:
+        print(f"dra-harness: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("dra-harness: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The `existing` provider: any cluster reachable through a kubeconfig (vendor driver
+qualification, the readiness scan). Nothing is started or stopped; the cell is read from
+the server (version, and feature gates from the `kubernetes_feature_enabled` metric)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kubernetes import client
+
+from harness.clusters.base import Cell
+from harness.errors import HarnessError
+from harness.kube import Kube
+
+_FEATURE = re.compile(r'^kubernetes_feature_enabled\{name="([^"]+)",stage="[^"]*"\} (\d)', re.MULTILINE)
+
+
+class ExistingCluster:
+    provider = "existing"
+
+    def __init__(self, kubeconfig: Path | str, context: str | None = None):
+        self._kubeconfig = Path(kubeconfig).expanduser()
+        self.context = context
+        self._cell: Cell | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self._kubeconfig
+
+    def start(self) -> ExistingCluster:
+        kube = Kube.from_kubeconfig(self._kubeconfig, self.context)
+        try:
+            info = client.VersionApi(kube.api_client).get_code()
+        except Exception as err:  # urllib3 and API errors alike: the cluster is not usable
+            raise HarnessError(
+                f"cluster in {self._kubeconfig} is unreachable: {type(err).__name__}: {err}"
+            ) from None
+        minor = f"{info.major}.{''.join(c for c in info.minor if c.isdigit())}"
+        self._cell = Cell(self.provider, minor, info.git_version, "server", self._server_gates(kube))
+        kube.close()
+        return self
+
+    @staticmethod
+    def _server_gates(kube: Kube) -> dict[str, bool]:
+        status, text = kube.raw_get("/metrics")
+        if status != 200:  # metrics may be forbidden to this user: gates stay unknown
+            return {}
+        return {name: value == "1" for name, value in _FEATURE.findall(text)}
+
+    def stop(self) -> None:
+        """Nothing to stop: the cluster is not ours."""
+
+    def cell(self) -> Cell:
+        assert self._cell is not None, "call start() first"
+        return self._cell

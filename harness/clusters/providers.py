@@ -1,0 +1,34 @@
+"""Choose a cluster provider by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.clusters.base import Cluster
+from harness.clusters.existing import ExistingCluster
+from harness.clusters.local import LocalCluster
+from harness.errors import HarnessError
+
+PROVIDERS = ("local", "kind", "existing")
+
+
+def make_cluster(
+    provider: str,
+    *,
+    minor: str | None = None,
+    profile: str | None = None,
+    kubeconfig: Path | None = None,
+    run_dir: Path | None = None,
+    keep: bool = False,
+) -> Cluster:
+    if provider == "local":
+        return LocalCluster(minor, profile, run_dir=run_dir, keep_run_dir=keep)
+    if provider == "existing":
+        if kubeconfig is None:
+            raise HarnessError("--cluster-provider existing needs --kubeconfig")
+        return ExistingCluster(kubeconfig)
+    if provider == "kind":
+        raise HarnessError(
+            "the kind provider is not available yet in this version of dra-harness; use local or existing"
+        )
+    raise HarnessError(f"unknown cluster provider {provider!r}; valid: {', '.join(PROVIDERS)}")

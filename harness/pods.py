@@ -1,0 +1,71 @@
+"""Reading and waiting on pods and their claims."""
+
+from __future__ import annotations
+
+from harness.kube import Kube, Obj
+from harness.waits import TIMEOUTS, wait_for
+
+
+def condition(pod: Obj, kind: str) -> Obj | None:
+    for c in pod.get("status", {}).get("conditions") or []:
+        if c["type"] == kind:
+            return dict(c)
+    return None
+
+
+def phase(pod: Obj) -> str:
+    return str(pod.get("status", {}).get("phase", ""))
+
+
+def summary(pod: Obj) -> dict[str, object]:
+    """What a timeout message should show about a pod: phase, node and PodScheduled."""
+    return {
+        "name": pod["metadata"]["name"],
+        "phase": phase(pod),
+        "nodeName": pod["spec"].get("nodeName"),
+        "PodScheduled": condition(pod, "PodScheduled"),
+    }
+
+
+def wait_phase(
+    kube: Kube, namespace: str, name: str, want: str, timeout: float = TIMEOUTS.pod_running
+) -> Obj:
+    pod = wait_for(
+        lambda: kube.get("v1", "Pod", name, namespace),
+        lambda p: phase(p) == want,
+        timeout=timeout,
+        describe=f"pod {namespace}/{name} {want}",
+    )
+    return pod
+
+
+def wait_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = TIMEOUTS.pod_scheduled) -> Obj:
+    """Wait until the scheduler has tried and reported the pod Unschedulable."""
+
+    def unschedulable(p: Obj) -> bool:
+        c = condition(p, "PodScheduled")
+        return c is not None and c["status"] == "False" and c.get("reason") == "Unschedulable"
+
+    return wait_for(
+        lambda: kube.get("v1", "Pod", name, namespace),
+        unschedulable,
+        timeout=timeout,
+        describe=f"pod {namespace}/{name} Unschedulable",
+    )
+
+
+def claims_of(kube: Kube, namespace: str, pod_name: str, api: str = "resource.k8s.io/v1") -> list[Obj]:
+    """Claims whose controller owner is the pod (template and scheduler-created alike)."""
+    return [
+        c
+        for c in kube.list(api, "ResourceClaim", namespace)
+        if any(
+            o.get("controller") and o["kind"] == "Pod" and o["name"] == pod_name
+            for o in c["metadata"].get("ownerReferences") or []
+        )
+    ]
+
+
+def allocated_devices(claim: Obj) -> list[Obj]:
+    allocation = claim.get("status", {}).get("allocation") or {}
+    return list(allocation.get("devices", {}).get("results") or [])
