@@ -1,0 +1,65 @@
+"""Bad input to the CLI: one line on stderr, non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness.versions import REPO_ROOT
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ("cluster", "up", "-k", "1.99"),
+            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37",
+        ),
+        (
+            ("cluster", "up", "-g", "everything"),
+            "dra-harness: unknown gate profile 'everything' for 1.37; valid: defaults, dra-all",
+        ),
+        (
+            ("controlplane", "build", "-k", "2.0"),
+            "dra-harness: unknown Kubernetes version '2.0'; valid: 1.34, 1.35, 1.36, 1.37",
+        ),
+        (
+            ("run", "-k", "1.99"),
+            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_1(args: tuple[str, ...], line: str) -> None:
+    done = _cli(*args)
+    assert (done.returncode, done.stderr, done.stdout) == (1, line + "\n", "")
+
+
+def test_versions_lists_every_minor_with_its_release() -> None:
+    done = _cli("versions")
+    assert done.returncode == 0
+    assert [line.split()[0] for line in done.stdout.splitlines()] == ["1.34", "1.35", "1.36", "1.37"]
+    assert "1.37 (default)  v1.37.2" in done.stdout
+
+
+def test_pytest_refuses_an_unknown_version_with_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/smoke", "--k8s-version=1.99", "-q"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 4
+    assert done.stderr.strip() == "ERROR: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37"

@@ -1,0 +1,110 @@
+"""versions.toml parsing: the real file loads; broken ones fail with one precise line."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.versions import VersionsError, load_matrix, parse_matrix
+
+GOOD = """
+default_minor = "1.37"
+default_profile = "dra-all"
+default_personality = "nvidia-v25.12"
+[kind]
+version = "v0.33.0"
+[kwok]
+module = "sigs.k8s.io/kwok"
+version = "v0.8.0"
+[minors."1.37"]
+kubernetes = "v1.37.2"
+staging = "v0.37.2"
+kind_image = "kindest/node:v1.37.0"
+resource_api = "v1"
+[minors."1.37".profiles.dra-all]
+gates = { GenericWorkload = true }
+runtime_config = { "scheduling.k8s.io/v1beta1" = "true" }
+"""
+
+
+def test_the_repository_matrix_covers_1_34_to_1_37_with_both_profiles() -> None:
+    matrix = load_matrix()
+    assert list(matrix.minors) == ["1.34", "1.35", "1.36", "1.37"]
+    assert [m.kubernetes for m in matrix.minors.values()] == ["v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2"]
+    assert [m.staging for m in matrix.minors.values()] == ["v0.34.4", "v0.35.4", "v0.36.3", "v0.37.2"]
+    assert all(set(m.profiles) == {"defaults", "dra-all"} for m in matrix.minors.values())
+    assert (matrix.default_minor, matrix.default_profile) == ("1.37", "dra-all")
+
+
+def test_defaults_profile_enables_nothing_beyond_the_release() -> None:
+    for minor in load_matrix().minors.values():
+        assert minor.profile("defaults").gates == {}
+        assert minor.profile("defaults").runtime_config == {}
+
+
+def test_flags_are_rendered_sorted() -> None:
+    profile = parse_matrix(GOOD).minor("1.37").profile("dra-all")
+    assert profile.feature_gates_flag() == "GenericWorkload=true"
+    assert profile.runtime_config_flag() == "scheduling.k8s.io/v1beta1=true"
+
+
+@pytest.mark.parametrize("name", ["1.37", "v1.37", "1.37.2", "v1.37.2"])
+def test_a_minor_can_be_named_by_release(name: str) -> None:
+    assert parse_matrix(GOOD).minor(name).name == "1.37"
+
+
+def test_unknown_version_lists_the_valid_ones() -> None:
+    with pytest.raises(VersionsError, match=r"^unknown Kubernetes version '1.99'; valid: 1.37$"):
+        parse_matrix(GOOD).minor("1.99")
+
+
+def test_unknown_profile_lists_the_valid_ones() -> None:
+    with pytest.raises(VersionsError, match=r"^unknown gate profile 'all' for 1.37; valid: dra-all$"):
+        parse_matrix(GOOD).minor("1.37").profile("all")
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        (GOOD.replace('[kind]\nversion = "v0.33.0"', "[kind"), r"^versions.toml is not valid TOML: "),
+        (GOOD.replace('staging = "v0.37.2"', 'staging = "v0.36.3"'), r"do not match 1.37$"),
+        (
+            GOOD.replace('kubernetes = "v1.37.2"', "kubernetes = 137"),
+            r"kubernetes must be a string, got 137$",
+        ),
+        (
+            GOOD.replace("GenericWorkload = true", 'GenericWorkload = "yes"'),
+            r"gates must map gate names to true/false$",
+        ),
+        (
+            GOOD.replace('"scheduling.k8s.io/v1beta1" = "true"', '"x" = true'),
+            r"runtime_config values must be strings$",
+        ),
+        (
+            GOOD.replace('default_minor = "1.37"', 'default_minor = "1.30"'),
+            r"unknown Kubernetes version '1.30'",
+        ),
+        (
+            GOOD.replace('[minors."1.37"]', '[minors."latest"]').replace(
+                '[minors."1.37".', '[minors."latest".'
+            ),
+            r'a minor is named like "1.37"$',
+        ),
+        (GOOD.split("[minors")[0], r"\[minors\] must be a table$"),
+    ],
+    ids=[
+        "toml-syntax",
+        "staging-mismatch",
+        "wrong-type",
+        "gate-not-bool",
+        "runtime-not-str",
+        "bad-default",
+        "bad-minor-name",
+        "no-minors",
+    ],
+)
+def test_malformed_matrix_fails_with_one_line(broken: str, message: str) -> None:
+    with pytest.raises(VersionsError, match=message) as err:
+        parse_matrix(broken)
+    assert isinstance(err.value, HarnessError)
+    assert "\n" not in str(err.value)
