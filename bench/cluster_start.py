@@ -12,13 +12,10 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from harness.clusters.local import LocalCluster  # noqa: E402
-from harness.controlplane.build import ensure_controlplane, ensure_kwok  # noqa: E402
-from harness.versions import load_matrix  # noqa: E402
+from harness.clusters.local import LocalCluster
+from harness.controlplane.build import ensure_controlplane, ensure_kwok
+from harness.versions import load_matrix
 
 
 def main() -> int:

@@ -15,12 +15,9 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from harness.controlplane.build import binary_path, ensure_controlplane  # noqa: E402
-from harness.versions import load_matrix  # noqa: E402
+from harness.controlplane.build import binary_path, ensure_controlplane
+from harness.versions import load_matrix
 
 
 def main() -> int:

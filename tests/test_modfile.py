@@ -41,11 +41,12 @@ def test_render_pins_each_staging_module_to_the_release() -> None:
         "\nreplace (\n\tk8s.io/api => k8s.io/api v0.37.2\n\tk8s.io/streaming => k8s.io/streaming v0.37.2\n)\n"
         in text
     )
-    assert "\ngo 1.26.0\n" in text and "\ngodebug default=go1.26\n" in text
+    assert "\ngo 1.26.0\n" in text
+    assert "\ngodebug default=go1.26\n" in text
 
 
 def test_render_refuses_a_file_that_is_not_kubernetes_go_mod() -> None:
-    with pytest.raises(ValueError, match="not a k8s.io/kubernetes go.mod"):
+    with pytest.raises(ValueError, match=r"not a k8s\.io/kubernetes go\.mod"):
         render_modfile("module example.com/x\n\ngo 1.26.0\n", "v1.37.2", "v0.37.2")
 
 
