@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from harness.kube import Kube, Obj
 from harness.waits import TIMEOUTS, wait_for
 
@@ -69,3 +71,29 @@ def claims_of(kube: Kube, namespace: str, pod_name: str, api: str = "resource.k8
 def allocated_devices(claim: Obj) -> list[Obj]:
     allocation = claim.get("status", {}).get("allocation") or {}
     return list(allocation.get("devices", {}).get("results") or [])
+
+
+_FIT_ERROR = re.compile(r"^0/(\d+) nodes are available: (.*?)\.(?: preemption: .*)?$")
+
+
+def unschedulable_reasons(message: str) -> dict[str, int]:
+    """The scheduler's FitError text as {reason: node count}.
+
+    "0/3 nodes are available: 1 cannot allocate all claims, 2 node(s) didn't match Pod's node
+    affinity/selector. preemption: ..." -> {"cannot allocate all claims": 1, "node(s) didn't
+    match Pod's node affinity/selector": 2}. Tests assert the reason for their own nodes, so
+    other tests' nodes in the cluster do not make them flaky.
+    """
+    m = _FIT_ERROR.match(message)
+    if not m:
+        raise ValueError(f"not a scheduler FitError message: {message!r}")
+    reasons: dict[str, int] = {}
+    for part in m[2].split(", "):
+        count, _, reason = part.partition(" ")
+        reasons[reason] = reasons.get(reason, 0) + int(count)
+    return reasons
+
+
+def scheduling_message(pod: Obj) -> str:
+    c = condition(pod, "PodScheduled")
+    return str(c.get("message", "")) if c else ""

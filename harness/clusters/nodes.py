@@ -51,8 +51,13 @@ def node_manifest(pool: NodePool, name: str) -> Obj:
 
 
 def node_ready(node: Obj) -> bool:
+    """Ready, and the node lifecycle controller has lifted its not-ready taint (a pod tried
+    before that is rejected once and waits out the scheduler's backoff)."""
     conditions = node.get("status", {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    taints = node.get("spec", {}).get("taints") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) and not any(
+        t["key"] == "node.kubernetes.io/not-ready" for t in taints
+    )
 
 
 def create_pool(kube: Kube, pool: NodePool, *, wait_ready: bool = True) -> list[str]:

@@ -1,0 +1,19 @@
+"""What each Kubernetes minor does, where minors differ: one table, read by the suites (to
+assert the right outcome per cell) and by the readiness report (to explain the difference).
+Every entry names the upstream source it was checked against."""
+
+from __future__ import annotations
+
+Version = tuple[int, int]
+
+
+def implicit_name_alongside_explicit(version: Version) -> bool:
+    """Does `deviceclass.resource.kubernetes.io/<class>` map to a class that also sets
+    extendedResourceName?
+
+    1.34.4: no — pkg/scheduler/framework/plugins/dynamicresources/extended/util.go
+    DeviceClassMapping adds the implicit name only when ExtendedResourceName is nil.
+    1.35.4+: yes — k8s.io/dynamic-resource-allocation deviceclass/extendedresourcecache
+    "Always add the default mapping".
+    """
+    return version >= (1, 35)

@@ -1,0 +1,43 @@
+"""Where the bridge does not exist — DRAExtendedResource off (1.34/1.35 defaults) or a driver
+whose class sets no extendedResourceName (NVIDIA before v25.12) — unchanged pods do not
+silently get devices: they stay Pending with the scheduler's "Insufficient <name>"."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.driver import DriverUnderTest, MakeGpuPool
+from harness import builders as b
+from harness.clusters.base import Cell
+from harness.kube import Kube
+from harness.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
+from harness.waits import TIMEOUTS, assert_stays
+
+
+def test_legacy_request_stays_pending_without_the_bridge(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
+) -> None:
+    if cell.gate("DRAExtendedResource") and driver.maps_extended_resource is not False:
+        who = driver.personality or driver.driver
+        pytest.skip(f"the bridge is available in {cell.minor}/{cell.profile} with {who}")
+    pool = gpu_pool(nodes=1, gpus=8)
+    kube.create(
+        b.pod(
+            "legacy",
+            namespace,
+            node_selector=pool.node_selector,
+            containers=[b.container(limits={driver.extended_resource: "1"})],
+        )
+    )
+
+    pod = wait_unschedulable(kube, namespace, "legacy")
+
+    assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {driver.extended_resource}") == 1
+    assert_stays(
+        lambda: kube.get("v1", "Pod", "legacy", namespace),
+        lambda p: not p["spec"].get("nodeName"),
+        duration=TIMEOUTS.stays_pending,
+        describe="legacy pod unbound on a DRA-only pool",
+    )
+    assert kube.list("resource.k8s.io/v1", "ResourceClaim", namespace) == []
+    assert "extendedResourceClaimStatus" not in pod["status"]

@@ -1,0 +1,164 @@
+"""Bridged extended resources over a pod's life: no overcommit, claims cleaned up, classes
+that appear late, and the implicit `deviceclass.resource.kubernetes.io/<class>` name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fixtures.driver import DriverUnderTest, MakeGpuPool
+from harness import builders as b
+from harness.clusters.base import Cell
+from harness.clusters.kwok import OUTCOME_ANNOTATION
+from harness.expectations import implicit_name_alongside_explicit
+from harness.kube import Kube, Obj
+from harness.pods import (
+    allocated_devices,
+    claims_of,
+    scheduling_message,
+    unschedulable_reasons,
+    wait_phase,
+    wait_unschedulable,
+)
+from harness.waits import TIMEOUTS, assert_stays, wait_for
+
+pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
+
+
+def _gpu_pod(
+    name: str, namespace: str, resource: str, count: int, selector: dict[str, str], **kw: Any
+) -> Obj:
+    """An unchanged, legacy-style pod: `limits: {resource: count}` and nothing else."""
+    return b.pod(
+        name, namespace, node_selector=selector, containers=[b.container(limits={resource: str(count)})], **kw
+    )
+
+
+@pytest.mark.bridged
+def test_no_overcommit_and_the_waiting_pod_runs_once_devices_are_freed(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=2)
+    kube.create(_gpu_pod("full", namespace, driver.extended_resource, 2, pool.node_selector))
+    wait_phase(kube, namespace, "full", "Running")
+    kube.create(_gpu_pod("next", namespace, driver.extended_resource, 1, pool.node_selector))
+
+    pod = wait_unschedulable(kube, namespace, "next")
+    assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
+    assert_stays(
+        lambda: kube.get("v1", "Pod", "next", namespace),
+        lambda p: not p["spec"].get("nodeName"),
+        duration=TIMEOUTS.stays_pending,
+        describe="pod next unbound while 2 of 2 GPUs are allocated",
+    )
+    kube.delete("v1", "Pod", "full", namespace)
+
+    wait_phase(kube, namespace, "next", "Running")
+    wait_for(
+        lambda: claims_of(kube, namespace, "full"),
+        lambda claims: claims == [],
+        timeout=TIMEOUTS.deletion,
+        describe="claim of deleted pod full garbage-collected",
+    )
+    [claim] = claims_of(kube, namespace, "next")
+    assert len(allocated_devices(claim)) == 1
+
+
+@pytest.mark.parametrize("outcome", ["Succeeded", "Failed"])
+@pytest.mark.bridged
+def test_scheduler_created_claim_is_released_when_the_pod_completes(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, outcome: str
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=1)
+    kube.create(
+        _gpu_pod(
+            "job",
+            namespace,
+            driver.extended_resource,
+            1,
+            pool.node_selector,
+            annotations={OUTCOME_ANNOTATION: outcome},
+        )
+    )
+    wait_phase(kube, namespace, "job", outcome)
+
+    # The device is free again: a second pod needing the only GPU runs.
+    kube.create(_gpu_pod("after", namespace, driver.extended_resource, 1, pool.node_selector))
+    wait_phase(kube, namespace, "after", "Running")
+    wait_for(
+        lambda: claims_of(kube, namespace, "job"),
+        lambda claims: claims == [],
+        timeout=TIMEOUTS.deletion,
+        describe=f"claim of {outcome} pod job deleted",
+    )
+
+
+def test_pod_created_before_its_device_class_runs_once_the_class_appears(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=1)
+    late = f"late.dra-harness.io/gpu-{namespace.rsplit('-', 1)[1]}"
+    kube.create(_gpu_pod("early", namespace, late, 1, pool.node_selector))
+
+    pod = wait_unschedulable(kube, namespace, "early")
+    assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {late}") == 1
+    class_name = f"{namespace}-late"
+    try:
+        kube.create(
+            b.device_class(
+                class_name, selectors=[f'device.driver == "{driver.driver}"'], extended_resource_name=late
+            )
+        )
+        wait_phase(kube, namespace, "early", "Running")
+        [claim] = claims_of(kube, namespace, "early")
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == class_name
+    finally:
+        kube.delete("resource.k8s.io/v1", "DeviceClass", class_name)
+
+
+def test_implicit_name_of_a_class_without_extended_resource_name(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=2)
+    class_name = f"{namespace}-plain"
+    try:
+        kube.create(b.device_class(class_name, selectors=[f'device.driver == "{driver.driver}"']))
+        kube.create(
+            _gpu_pod(
+                "implicit",
+                namespace,
+                f"deviceclass.resource.kubernetes.io/{class_name}",
+                2,
+                pool.node_selector,
+            )
+        )
+
+        wait_phase(kube, namespace, "implicit", "Running")
+
+        [claim] = claims_of(kube, namespace, "implicit")
+        assert claim["spec"]["devices"]["requests"] == [
+            {
+                "name": "container-0-request-0",
+                "exactly": {"deviceClassName": class_name, "allocationMode": "ExactCount", "count": 2},
+            }
+        ]
+    finally:
+        kube.delete("resource.k8s.io/v1", "DeviceClass", class_name)
+
+
+@pytest.mark.bridged
+def test_implicit_name_of_a_class_that_also_sets_extended_resource_name(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=1)
+    implicit = f"deviceclass.resource.kubernetes.io/{driver.device_class}"
+    kube.create(_gpu_pod("implicit", namespace, implicit, 1, pool.node_selector))
+
+    if implicit_name_alongside_explicit(cell.number):
+        wait_phase(kube, namespace, "implicit", "Running")
+        [claim] = claims_of(kube, namespace, "implicit")
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == driver.device_class
+    else:
+        pod = wait_unschedulable(kube, namespace, "implicit")
+        assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {implicit}") == 1

@@ -1,0 +1,166 @@
+"""Unchanged pods that request `nvidia.com/gpu` get DRA devices through a DeviceClass's
+extendedResourceName (KEP-5004), with exactly the claim and pod status the scheduler writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.driver import DriverUnderTest, MakeGpuPool
+from harness import builders as b
+from harness.kube import Kube
+from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.verification import verify
+
+CLAIM_ANNOTATION = {"resource.kubernetes.io/extended-resource-claim": "true"}
+
+pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
+
+
+@pytest.mark.bridged
+def test_legacy_gpu_request_gets_a_scheduler_created_claim(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=4)
+    legacy = b.container(limits={driver.extended_resource: "2"})
+    kube.create(b.pod("legacy", namespace, containers=[legacy], node_selector=pool.node_selector))
+
+    pod = wait_phase(kube, namespace, "legacy", "Running")
+
+    [claim] = claims_of(kube, namespace, "legacy")
+    meta = claim["metadata"]
+    assert meta["generateName"] == "legacy-extended-resources-"
+    assert meta["annotations"] == CLAIM_ANNOTATION
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": "legacy",
+            "uid": pod["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    assert claim["spec"]["devices"]["requests"] == [
+        {
+            "name": "container-0-request-0",
+            "exactly": {"deviceClassName": driver.device_class, "allocationMode": "ExactCount", "count": 2},
+        }
+    ]
+    results = allocated_devices(claim)
+    assert [(r["request"], r["driver"], r["pool"]) for r in results] == [
+        ("container-0-request-0", driver.driver, pool.nodes[0])
+    ] * 2
+    assert len({r["device"] for r in results}) == 2
+    assert pod["status"]["extendedResourceClaimStatus"] == {
+        "resourceClaimName": meta["name"],
+        "requestMappings": [
+            {
+                "containerName": "main",
+                "resourceName": driver.extended_resource,
+                "requestName": "container-0-request-0",
+            }
+        ],
+    }
+    assert verify(kube, driver.driver, pool.nodes, [pod]) == []
+
+
+@pytest.mark.bridged
+def test_init_and_regular_containers_share_one_claim_with_exact_mappings(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=4)
+    gpu = driver.extended_resource
+    kube.create(
+        b.pod(
+            "multi",
+            namespace,
+            node_selector=pool.node_selector,
+            init_containers=[b.container("init", limits={gpu: "3"})],
+            containers=[
+                b.container("main", limits={"cpu": "100m", gpu: "2"}),
+                b.container("aux", limits={gpu: "1"}),
+            ],
+        )
+    )
+
+    pod = wait_phase(kube, namespace, "multi", "Running")
+
+    [claim] = claims_of(kube, namespace, "multi")
+    # Index i counts initContainers then containers; j is the resource's place among the
+    # container's sorted request names (cpu < nvidia.com/gpu). The init container reuses the
+    # long-lived containers' devices (2 + 1 >= 3), so it adds no request of its own.
+    exactly = {"deviceClassName": driver.device_class, "allocationMode": "ExactCount"}
+    assert claim["spec"]["devices"]["requests"] == [
+        {"name": "container-1-request-1", "exactly": {**exactly, "count": 2}},
+        {"name": "container-2-request-0", "exactly": {**exactly, "count": 1}},
+    ]
+    assert len(allocated_devices(claim)) == 3
+    assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
+        {"containerName": "main", "resourceName": gpu, "requestName": "container-1-request-1"},
+        {"containerName": "aux", "resourceName": gpu, "requestName": "container-2-request-0"},
+        {"containerName": "init", "resourceName": gpu, "requestName": "container-1-request-1"},
+        {"containerName": "init", "resourceName": gpu, "requestName": "container-2-request-0"},
+    ]
+
+
+@pytest.mark.bridged
+def test_two_extended_resources_in_one_container_get_one_request_each(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=4)
+    other = f"{namespace}-any"
+    implicit = f"deviceclass.resource.kubernetes.io/{other}"
+    kube.create(b.device_class(other, selectors=[f'device.driver == "{driver.driver}"']))
+    try:
+        kube.create(
+            b.pod(
+                "two",
+                namespace,
+                node_selector=pool.node_selector,
+                containers=[
+                    b.container(limits={"cpu": "100m", driver.extended_resource: "1", implicit: "2"})
+                ],
+            )
+        )
+
+        pod = wait_phase(kube, namespace, "two", "Running")
+
+        [claim] = claims_of(kube, namespace, "two")
+        # Sorted request names: cpu, deviceclass.resource.kubernetes.io/..., nvidia.com/gpu.
+        assert [
+            (r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"])
+            for r in claim["spec"]["devices"]["requests"]
+        ] == [
+            ("container-0-request-1", other, 2),
+            ("container-0-request-2", driver.device_class, 1),
+        ]
+        assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
+            {"containerName": "main", "resourceName": implicit, "requestName": "container-0-request-1"},
+            {
+                "containerName": "main",
+                "resourceName": driver.extended_resource,
+                "requestName": "container-0-request-2",
+            },
+        ]
+        assert len({r["device"] for r in allocated_devices(claim)}) == 3
+    finally:
+        kube.delete("resource.k8s.io/v1", "DeviceClass", other)
+
+
+@pytest.mark.bridged
+def test_zero_request_creates_no_claim_and_no_status(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=1)
+    kube.create(
+        b.pod(
+            "zero",
+            namespace,
+            node_selector=pool.node_selector,
+            containers=[b.container(limits={driver.extended_resource: "0"})],
+        )
+    )
+
+    pod = wait_phase(kube, namespace, "zero", "Running")
+
+    assert kube.list("resource.k8s.io/v1", "ResourceClaim", namespace) == []
+    assert "extendedResourceClaimStatus" not in pod["status"]

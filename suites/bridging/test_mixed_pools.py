@@ -1,0 +1,206 @@
+"""Legacy-style and claim-style pods on one DRA pool, the same name backed by the device
+plugin on one pool and by DRA on another, GPU tiers, and what quotas count."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.dynamic.exceptions import ForbiddenError
+
+from fixtures.driver import DriverUnderTest, MakeGpuPool
+from fixtures.nodes import MakePool
+from harness import builders as b
+from harness.clusters.nodes import POOL_LABEL
+from harness.kube import Kube
+from harness.pods import (
+    allocated_devices,
+    claims_of,
+    scheduling_message,
+    unschedulable_reasons,
+    wait_phase,
+    wait_unschedulable,
+)
+from harness.waits import TIMEOUTS, wait_for
+
+pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
+
+
+def _product_selector(driver: DriverUnderTest, product: str) -> str:
+    return f'device.attributes["{driver.driver}"].productName == "{product}"'
+
+
+@pytest.mark.bridged
+def test_legacy_and_claim_pods_share_a_pool_without_exceeding_it(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=4)
+    kube.create(
+        b.claim_template(
+            "by-product",
+            namespace,
+            [
+                b.exact_request(
+                    "gpu", driver.device_class, selectors=[_product_selector(driver, pool.product)]
+                )
+            ],
+        )
+    )
+    kube.create(
+        b.pod(
+            "legacy",
+            namespace,
+            node_selector=pool.node_selector,
+            containers=[b.container(limits={driver.extended_resource: "2"})],
+        )
+    )
+    for name in ("claim-a", "claim-b"):
+        kube.create(
+            b.pod(
+                name,
+                namespace,
+                node_selector=pool.node_selector,
+                containers=[b.container(claims=["gpu"])],
+                claim_templates={"gpu": "by-product"},
+            )
+        )
+    for name in ("legacy", "claim-a", "claim-b"):
+        wait_phase(kube, namespace, name, "Running")
+    kube.create(
+        b.pod(
+            "one-too-many",
+            namespace,
+            node_selector=pool.node_selector,
+            containers=[b.container(limits={driver.extended_resource: "1"})],
+        )
+    )
+
+    pod = wait_unschedulable(kube, namespace, "one-too-many")
+
+    assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
+    devices = [
+        r["device"]
+        for name in ("legacy", "claim-a", "claim-b")
+        for c in claims_of(kube, namespace, name)
+        for r in allocated_devices(c)
+    ]
+    assert len(devices) == 4
+    assert len(set(devices)) == 4
+
+
+@pytest.mark.bridged
+def test_device_plugin_pool_and_dra_pool_serve_the_same_name(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, node_pool: MakePool
+) -> None:
+    legacy_pool = node_pool(1, suffix="dp", extended_resources={driver.extended_resource: "4"})
+    dra_pool = gpu_pool(nodes=1, gpus=4)
+    both_pool = gpu_pool(nodes=1, gpus=4, suffix="both", device_plugin=True)
+    for name, selector in (
+        ("on-dp", {POOL_LABEL: legacy_pool.name}),
+        ("on-dra", dra_pool.node_selector),
+        ("on-both", both_pool.node_selector),
+    ):
+        kube.create(
+            b.pod(
+                name,
+                namespace,
+                node_selector=selector,
+                containers=[b.container(limits={driver.extended_resource: "1"})],
+            )
+        )
+
+    pods = {name: wait_phase(kube, namespace, name, "Running") for name in ("on-dp", "on-dra", "on-both")}
+
+    assert "extendedResourceClaimStatus" not in pods["on-dp"]["status"]
+    assert claims_of(kube, namespace, "on-dp") == []
+    assert pods["on-dra"]["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == (
+        driver.extended_resource
+    )
+    assert len(claims_of(kube, namespace, "on-dra")) == 1
+    # A node that advertises the name in allocatable is served by the device plugin, even
+    # though the driver publishes the same GPUs there: no claim, no DRA allocation.
+    assert "extendedResourceClaimStatus" not in pods["on-both"]["status"]
+    assert claims_of(kube, namespace, "on-both") == []
+
+
+def test_gpu_tiers_by_product_get_their_own_extended_resource_names(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    h100 = gpu_pool(nodes=1, gpus=2, profile="h100-80gb-hbm3", suffix="h100")
+    l4 = gpu_pool(nodes=1, gpus=2, profile="l4", suffix="l4")
+    tag = namespace.rsplit("-", 1)[1]
+    tiers = {"h100": (h100, f"tier.dra-harness.io/h100-{tag}"), "l4": (l4, f"tier.dra-harness.io/l4-{tag}")}
+    try:
+        for tier, (pool, resource) in tiers.items():
+            kube.create(
+                b.device_class(
+                    f"{namespace}-{tier}",
+                    extended_resource_name=resource,
+                    selectors=[
+                        f'device.driver == "{driver.driver}"',
+                        _product_selector(driver, pool.product),
+                    ],
+                )
+            )
+            # No node selector: the tier alone decides where the pod lands.
+            kube.create(b.pod(f"wants-{tier}", namespace, containers=[b.container(limits={resource: "2"})]))
+
+        for tier, (pool, _) in tiers.items():
+            pod = wait_phase(kube, namespace, f"wants-{tier}", "Running")
+            assert pod["spec"]["nodeName"] in pool.nodes
+            [claim] = claims_of(kube, namespace, f"wants-{tier}")
+            assert {r["pool"] for r in allocated_devices(claim)} == {pod["spec"]["nodeName"]}
+            assert (
+                claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == f"{namespace}-{tier}"
+            )
+    finally:
+        for tier in tiers:
+            kube.delete("resource.k8s.io/v1", "DeviceClass", f"{namespace}-{tier}")
+
+
+@pytest.mark.bridged
+def test_quota_counts_bridged_and_claimed_devices_under_all_three_names(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=4)
+    names = [
+        f"requests.{driver.extended_resource}",
+        f"{driver.device_class}.deviceclass.resource.k8s.io/devices",
+        f"requests.deviceclass.resource.kubernetes.io/{driver.device_class}",
+    ]
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "gpus", "namespace": namespace},
+            "spec": {"hard": dict.fromkeys(names, "3")},
+        }
+    )
+    wait_for(
+        lambda: kube.get("v1", "ResourceQuota", "gpus", namespace),
+        lambda q: "used" in q.get("status", {}),
+        timeout=TIMEOUTS.api_object,
+        describe="quota gpus observed by the quota controller",
+    )
+    kube.create(
+        b.pod(
+            "legacy",
+            namespace,
+            node_selector=pool.node_selector,
+            containers=[b.container(limits={driver.extended_resource: "2"})],
+        )
+    )
+    wait_phase(kube, namespace, "legacy", "Running")
+
+    quota = wait_for(
+        lambda: kube.get("v1", "ResourceQuota", "gpus", namespace),
+        lambda q: q["status"].get("used") == dict.fromkeys(names, "2"),
+        timeout=TIMEOUTS.api_object,
+        describe="quota usage 2 under every name",
+    )
+    assert quota["status"]["hard"] == dict.fromkeys(names, "3")
+    with pytest.raises(ForbiddenError) as refused:
+        kube.create(
+            b.pod("over", namespace, containers=[b.container(limits={driver.extended_resource: "2"})])
+        )
+    assert f"exceeded quota: gpus, requested: {names[0]}=2, used: {names[0]}=2, limited: {names[0]}=3" in str(
+        refused.value.body
+    )
