@@ -73,7 +73,9 @@ def allocated_devices(claim: Obj) -> list[Obj]:
     return list(allocation.get("devices", {}).get("results") or [])
 
 
-_FIT_ERROR = re.compile(r"^0/(\d+) nodes are available: (.*?)\.(?: preemption: .*)?$")
+# The reasons end at the first ". "; what follows differs by minor (1.36 adds e.g.
+# "still not schedulable, preemption: ..." from the DRA PostFilter).
+_FIT_ERROR = re.compile(r"^0/(\d+) nodes are available: (.*?)\.(?:\s.*)?$")
 
 
 def unschedulable_reasons(message: str) -> dict[str, int]:

@@ -26,6 +26,14 @@ def test_several_reasons_with_counts() -> None:
     }
 
 
+def test_text_after_the_reasons_differs_by_minor() -> None:
+    message = (  # 1.36.3: the DRA PostFilter adds its own words before "preemption:"
+        "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
+    assert unschedulable_reasons(message) == {"cannot allocate all claims": 1}
+
+
 def test_other_text_is_refused() -> None:
     with pytest.raises(ValueError, match="not a scheduler FitError message"):
         unschedulable_reasons("pod has unbound immediate PersistentVolumeClaims")
