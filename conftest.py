@@ -4,4 +4,5 @@ pytest_plugins = [
     "fixtures.namespace",
     "fixtures.requirements",
     "fixtures.nodes",
+    "fixtures.fake_driver",
 ]

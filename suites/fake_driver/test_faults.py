@@ -1,0 +1,70 @@
+"""Fault injection through the Node annotation, seen in the slices the API server stores."""
+
+from __future__ import annotations
+
+from fake_driver import faults
+from fake_driver.faultstate import FAULTS_ANNOTATION
+from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from harness.kube import Kube
+from suites.fake_driver.slices import device_names, node_slices, pools
+
+
+def test_drop_attribute_taint_crash_wipe_and_recover(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+    fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p"), classes=False)
+    n1, n2 = fleet.node_names
+    pub = fleet.publisher
+
+    faults.drop_attribute(pub, [n2], "productName")
+    [s2] = node_slices(kube, n2)
+    assert s2["spec"]["pool"]["generation"] == 2
+    assert [sorted(d["attributes"]).count("productName") for d in s2["spec"]["devices"]] == [0, 0]
+    assert [("productName" in d["attributes"]) for d in node_slices(kube, n1)[0]["spec"]["devices"]] == [
+        True,
+        True,
+    ]
+
+    faults.mark_unhealthy(pub, n1, ["gpu-0"])
+    [s1] = node_slices(kube, n1)
+    [tainted, healthy] = s1["spec"]["devices"]
+    [taint] = tainted["taints"]
+    assert "taints" not in healthy
+    assert taint.pop("timeAdded")  # set by the API server
+    assert taint == {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
+
+    faults.crash(pub, [n1])
+    assert [r.action for r in pub.sync().results] == ["crashed", "unchanged"]
+    assert [s["metadata"]["resourceVersion"] for s in node_slices(kube, n1)] == [
+        s1["metadata"]["resourceVersion"]
+    ]  # a crashed plugin's slices stay as they were
+    faults.crash(pub, [n1], wipe=True)
+    assert node_slices(kube, n1) == []
+
+    faults.recover(pub, [n1, n2])
+
+    assert [
+        FAULTS_ANNOTATION in (kube.get("v1", "Node", n)["metadata"]["annotations"]) for n in (n1, n2)
+    ] == [
+        False,
+        False,
+    ]
+    [s1] = node_slices(kube, n1)
+    assert all("taints" not in d and "productName" in d["attributes"] for d in s1["spec"]["devices"])
+    assert pools(node_slices(kube, n2)) == [{"name": n2, "generation": 3, "resourceSliceCount": 1}]
+
+
+def test_unhealthy_device_removed_when_mode_overridden(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+    fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v25.8", suffix="p"), classes=False)
+    [node] = fleet.node_names
+
+    faults.mark_unhealthy(fleet.publisher, node, ["gpu-1"], mode="remove")
+
+    assert device_names(node_slices(kube, node)) == ["gpu-0"]
+
+
+def test_stale_generation_leaves_one_slice_behind(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+    fleet = gpu_fleet(GpuPool(gpus=2, mig="dynamic", suffix="p"), classes=False)
+    [node] = fleet.node_names
+
+    faults.stale_generation(fleet.publisher, [node])
+
+    assert [p["generation"] for p in pools(node_slices(kube, node))] == [1, 2, 2]

@@ -1,0 +1,100 @@
+"""Pure code the publisher tests used to cover next to the fake API: DeviceClass rendering,
+the ledger, and the dropped-field check (API behaviour is in suites/fake_driver/)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fake_driver.deviceclasses import render_device_classes
+from fake_driver.fleet import fleet_from_dict
+from fake_driver.ledger import Ledger, Usage
+from fake_driver.personalities import get_personality
+from fake_driver.profiles import get_profile
+from fake_driver.publisher import dropped_fields
+
+
+@pytest.mark.parametrize(
+    ("personality", "ext"),
+    [
+        ("nvidia-v25.3", None),
+        ("nvidia-v25.8", None),
+        ("nvidia-v25.12", "nvidia.com/gpu"),
+        ("nvidia-v0.4", "nvidia.com/gpu"),
+    ],
+)
+def test_gpu_class_extended_resource_only_from_v25_12(personality: str, ext: str | None) -> None:
+    classes = {c["metadata"]["name"]: c for c in render_device_classes(get_personality(personality))}
+    gpu = classes["gpu.nvidia.com"]["spec"]
+    assert gpu.get("extendedResourceName") == ext
+    assert gpu["selectors"] == [
+        {
+            "cel": {
+                "expression": "device.driver == 'gpu.nvidia.com' && "
+                "device.attributes['gpu.nvidia.com'].type == 'gpu'"
+            }
+        }
+    ]
+    assert "extendedResourceName" not in classes["mig.nvidia.com"]["spec"]
+    assert ("vfio.gpu.nvidia.com" in classes) == (ext is not None)
+
+
+def test_per_mig_profile_classes() -> None:
+    classes = render_device_classes(
+        get_personality("nvidia-v0.4"),
+        compute_domains=False,
+        mig_profile_classes=get_profile("h100-80gb-hbm3"),
+    )
+    by_name = {c["metadata"]["name"]: c["spec"] for c in classes}
+    spec = by_name["mig-1g-10gb.gpu.nvidia.com"]
+    assert spec["extendedResourceName"] == "nvidia.com/mig-1g.10gb"
+    assert spec["selectors"][0]["cel"]["expression"].endswith(
+        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+    )
+    assert by_name["mig-1g-10gb-me.gpu.nvidia.com"]["extendedResourceName"] == "nvidia.com/mig-1g.10gb-me"
+    assert len(classes) == 3 + 7  # gpu, mig, vfio + one per H100 MIG profile
+
+
+def test_ledger_double_advertising_and_over_promise() -> None:
+    fleet = fleet_from_dict(
+        {
+            "pools": [
+                {
+                    "name": "a",
+                    "nodes": ["n1"],
+                    "profile": "h100-80gb-hbm3",
+                    "gpus": 2,
+                    "device_plugin": True,
+                    "mig": "dynamic",
+                },
+                {"name": "b", "nodes": ["n2"], "profile": "l4", "gpus": 2},
+            ]
+        }
+    )
+    led = Ledger.for_fleet(fleet, (1, 35))
+    units = led.legacy_units("n1")
+    assert units == tuple(g.uuid for g in led.gpus("n1"))
+    assert led.double_advertised() == {"n1": units}
+    assert led.legacy_units("n2") == ()
+
+    mig = led.dra("gpu.nvidia.com", "n1", "gpu-0-mig-1g10gb-19-0")
+    other_mig = led.dra("gpu.nvidia.com", "n1", "gpu-0-mig-1g10gb-19-1")
+    unit0 = led.legacy("n1", 0)
+    conflicts = Ledger.conflicts([Usage("pod-a", mig), Usage("pod-b", other_mig), Usage("pod-legacy", unit0)])
+    assert [(c.gpu_uuid, c.owners) for c in conflicts] == [(units[0], ("pod-a", "pod-b", "pod-legacy"))]
+    assert Ledger.conflicts([Usage("pod-a", mig), Usage("pod-b", other_mig)]) == []
+    assert led.overcommit("n1", legacy_in_use=2, dra_shares=[mig]) == 1
+    assert led.overcommit("n1", legacy_in_use=1, dra_shares=[mig]) == 0
+
+
+def test_dropped_fields_name_the_gate_once() -> None:
+    counters = [{"counterSet": "gpu-0-counter-set", "counters": {"memory": {"value": "1"}}}]
+    sent = {
+        "sharedCounters": [{"name": "gpu-0-counter-set"}],
+        "devices": [{"name": "a", "consumesCounters": counters}, {"name": "b", "consumesCounters": counters}],
+    }
+    got = {"devices": [{"name": "a"}, {"name": "b"}]}
+    assert dropped_fields(sent, got) == [
+        ("spec.sharedCounters", "DRAPartitionableDevices"),
+        ("spec.devices[0].consumesCounters", "DRAPartitionableDevices"),
+    ]
+    assert dropped_fields(sent, sent) == []
