@@ -5,4 +5,5 @@ pytest_plugins = [
     "fixtures.requirements",
     "fixtures.nodes",
     "fixtures.fake_driver",
+    "fixtures.driver",
 ]

@@ -118,8 +118,12 @@ class LocalCluster:
         for name in reversed(list(self.components)):
             self.components[name].stop()
         self.components.clear()
-        if self._own_run_dir and not self.keep_run_dir:
+        if self.keep_run_dir:
+            return
+        if self._own_run_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)
+        else:  # a caller's run dir keeps the logs and PKI for diagnostics; etcd data is bulk
+            shutil.rmtree(self.run_dir / "etcd", ignore_errors=True)
 
     def restart(self, component: str) -> None:
         """Stop one component and start it again on the same port (fault injection)."""
