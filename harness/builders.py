@@ -177,3 +177,27 @@ def device(
     if capacity:
         out["capacity"] = {k: {"value": v} for k, v in capacity.items()}
     return out
+
+
+def subrequest(name: str, device_class_name: str, *, count: int = 1, selectors: Sequence[str] = ()) -> Obj:
+    """One alternative of a `firstAvailable` request (DRAPrioritizedList)."""
+    sub: Obj = {
+        "name": name,
+        "deviceClassName": device_class_name,
+        "allocationMode": "ExactCount",
+        "count": count,
+    }
+    if selectors:
+        sub["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return sub
+
+
+def first_available_request(name: str, subrequests: Sequence[Obj]) -> Obj:
+    """A request satisfied by the first of `subrequests` that can be allocated; the
+    allocation result names it `<name>/<subrequest>`."""
+    return {"name": name, "firstAvailable": list(subrequests)}
+
+
+def match_attribute(requests: Sequence[str], attribute: str) -> Obj:
+    """A claim constraint: every device of `requests` has the same value of `attribute`."""
+    return {"requests": list(requests), "matchAttribute": attribute}
