@@ -1,0 +1,48 @@
+"""Prioritized list (KEP-4816, `firstAvailable`): prefer a 3g MIG device, fall back to 1g
+when none is left; the allocation result names the subrequest that was chosen."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from harness import builders as b
+from harness.kube import Kube
+from harness.pods import claims_of, wait_phase
+from suites.mig.claims import allocation, claim_pod, nv
+
+pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]
+
+
+def test_first_available_prefers_3g_and_falls_back_to_1g(
+    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
+) -> None:
+    layout = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+    fleet = gpu_fleet(GpuPool(gpus=1, mig={"mode": "static", "layout": layout}))
+    [node] = fleet.node_names
+    mig = fleet.device_class("mig.nvidia.com")
+    request = b.first_available_request(
+        "mig",
+        [
+            b.subrequest("big", mig, selectors=[f"{nv('profile')} == '3g.40gb'"]),
+            b.subrequest("small", mig, selectors=[f"{nv('profile')} == '1g.10gb'"]),
+        ],
+    )
+
+    claim_pod(kube, namespace, "first", [request], fleet.node_selector)
+    wait_phase(kube, namespace, "first", "Running")
+    kube.create(
+        b.pod(
+            "second",
+            namespace,
+            containers=[b.container(claims=["gpu"])],
+            claim_templates={"gpu": "first"},
+            node_selector=fleet.node_selector,
+        )
+    )
+    wait_phase(kube, namespace, "second", "Running")
+
+    assert allocation(kube, namespace, "first") == [("mig/big", node, "gpu-0-mig-3g40gb-9-4")]
+    assert allocation(kube, namespace, "second") == [("mig/small", node, "gpu-0-mig-1g10gb-19-2")]
+    [claim] = claims_of(kube, namespace, "second")
+    assert claim["spec"]["devices"]["requests"] == [request]
