@@ -27,7 +27,7 @@ _lock = threading.Lock()
 def _die_with_parent() -> None:
     # Runs in the child between fork and exec: if the harness dies, so does the child.
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # no graceful shutdown to wait for: the owner is gone
 
 
 def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:

@@ -57,12 +57,23 @@ def test_advertised_gpus_survive_kwok_heartbeats_and_withdraw(kube: Kube, gpu_fl
     assert legacy.advertising_nodes(kube.api_client, [n1, n2]) == {}
 
 
+def _nvidia_classes(kube: Kube) -> dict[str, str]:
+    """name -> resourceVersion of the NVIDIA classes that exist now."""
+    return {
+        c["metadata"]["name"]: c["metadata"]["resourceVersion"]
+        for c in kube.list(SLICE_API, "DeviceClass")
+        if c["metadata"]["name"] in NVIDIA_CLASSES
+    }
+
+
 @pytest.mark.serial
 def test_installer_refuses_gpu_mode_next_to_the_device_plugin(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, nodes=2, suffix="p"), classes=False, publish=False)
     _, n2 = fleet.node_names
     legacy.advertise(kube.api_client, fleet.fleet, [n2])
     p = get_personality("nvidia-v25.12")
+    # The session's driver fixture may have installed these names already: leave them as found.
+    before = _nvidia_classes(kube)
     try:
         with pytest.raises(InstallRefusedError) as err:
             installer.install(kube.api_client, p, fleet=fleet.fleet)
@@ -72,8 +83,7 @@ def test_installer_refuses_gpu_mode_next_to_the_device_plugin(kube: Kube, gpu_fl
             f"device plugin: {n2} (2); the same GPUs would be promised twice. Chart says: "
             f"{p.device_plugin_guard}"
         )
-        existing = {c["metadata"]["name"] for c in kube.list(SLICE_API, "DeviceClass")}
-        assert existing.isdisjoint(NVIDIA_CLASSES)
+        assert _nvidia_classes(kube) == before  # nothing created, nothing changed
 
         names = installer.install(kube.api_client, p, fleet=fleet.fleet, gpu_resources_enabled_override=True)
 
@@ -86,9 +96,9 @@ def test_installer_refuses_gpu_mode_next_to_the_device_plugin(kube: Kube, gpu_fl
             kube.get(SLICE_API, "DeviceClass", "gpu.nvidia.com")["metadata"]["uid"] == gpu["metadata"]["uid"]
         )
     finally:
-        installer.uninstall(kube.api_client, p)
-    existing = {c["metadata"]["name"] for c in kube.list(SLICE_API, "DeviceClass")}
-    assert existing.isdisjoint(NVIDIA_CLASSES)
+        for name in set(NVIDIA_CLASSES) - set(before):
+            kube.delete(SLICE_API, "DeviceClass", name)
+    assert set(_nvidia_classes(kube)) == set(before)
 
 
 @pytest.mark.serial

@@ -30,6 +30,12 @@ def _alive(pid: int) -> bool:
         return f.read().split(") ", 1)[1][0] != "Z"
 
 
+def _listener(port: int) -> str:
+    """Who listens on a port (for the failure message)."""
+    out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True, check=False)
+    return out.stdout.strip() or "<no listener; connect still succeeded>"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_interrupting_the_harness_leaves_no_component_running(tmp_path: Path, sig: signal.Signals) -> None:
     child = subprocess.Popen(
@@ -58,7 +64,12 @@ def test_interrupting_the_harness_leaves_no_component_running(tmp_path: Path, si
             describe=f"every component gone after {sig.name}",
         )
         assert still == {}
-        assert [p for p in ports if port_in_use(p)] == []
+        wait_for(
+            lambda: {p: _listener(p) for p in ports if port_in_use(p)},
+            lambda busy: not busy,
+            timeout=TIMEOUTS.deletion,
+            describe=f"ports {ports} free after {sig.name}",
+        )
     finally:
         if child.poll() is None:
             child.kill()
