@@ -1,0 +1,65 @@
+"""Consumable capacity (KEP-5075): one device that allows multiple allocations is shared by
+pods until its memory capacity is used up; each allocation gets its own shareID."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from harness import builders as b
+from harness.kube import Kube
+from harness.pods import (
+    allocated_devices,
+    claims_of,
+    scheduling_message,
+    unschedulable_reasons,
+    wait_phase,
+    wait_unschedulable,
+)
+from harness.waits import TIMEOUTS, assert_stays
+from suites.mig.claims import claim_pod
+
+pytestmark = [pytest.mark.feature_gate("DRAConsumableCapacity")]
+
+EXAMPLE = "gpu.example.com"
+
+
+def test_two_pods_share_one_gpus_memory_and_a_third_waits(
+    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
+) -> None:
+    fleet = gpu_fleet(GpuPool(gpus=1, personality="example-v0.4", consumable_capacity=True))
+    [node] = fleet.node_names
+    half = b.exact_request("gpu", fleet.device_class(EXAMPLE), capacity={"memory": "40Gi"})
+    results = {}
+    for name in ("a", "b"):
+        claim_pod(kube, namespace, name, [half], fleet.node_selector)
+        wait_phase(kube, namespace, name, "Running")
+        [claim] = claims_of(kube, namespace, name)
+        [results[name]] = allocated_devices(claim)
+    claim_pod(kube, namespace, "c", [half], fleet.node_selector)
+    pending = wait_unschedulable(kube, namespace, "c")
+
+    for r in results.values():
+        assert {k: v for k, v in r.items() if k != "shareID"} == {
+            "request": "gpu",
+            "driver": EXAMPLE,
+            "pool": node,
+            "device": "gpu-0",
+            "consumedCapacity": {"compute": "1", "memory": "40Gi"},
+        }
+    assert results["a"]["shareID"] != results["b"]["shareID"]
+    assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
+    assert_stays(
+        lambda: kube.get("v1", "Pod", "c", namespace),
+        lambda p: p["status"]["phase"] == "Pending" and not p["spec"].get("nodeName"),
+        duration=TIMEOUTS.stays_pending,
+        describe="pod c Pending while a and b hold all 80Gi of gpu-0",
+    )
+
+    kube.delete("v1", "Pod", "a", namespace)
+
+    wait_phase(kube, namespace, "c", "Running")
+    [claim] = claims_of(kube, namespace, "c")
+    [result] = allocated_devices(claim)
+    assert (result["device"], result["consumedCapacity"]) == ("gpu-0", {"compute": "1", "memory": "40Gi"})
+    assert result["shareID"] not in {results["a"]["shareID"], results["b"]["shareID"]}
