@@ -12,7 +12,7 @@ from fake_driver.kube import KubeRest
 from fake_driver.personalities import get_personality
 from fake_driver.profiles import get_profile
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness.kube import Kube
+from harness.kube import Kube, Obj
 from suites.fake_driver.slices import device_names, node_slices, pools
 
 STATIC = {"mode": "static", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]}
@@ -83,14 +83,27 @@ def _devices(s: dict[str, Any]) -> list[dict[str, Any]]:
     "personality", ["nvidia-v25.3", "nvidia-v25.8", "nvidia-v25.12", "nvidia-v0.4", "example-v0.4"]
 )
 def test_device_classes_are_accepted_as_rendered(kube: Kube, personality: str) -> None:
-    # Dry-run creates of the real names: the server validates and defaults them in full
-    # (extended resource names, CEL) without writing, so no other test sees them.
+    # Dry runs of the real names: the server validates and defaults them in full (extended
+    # resource names, CEL) without writing, so no other test sees them. A name the session's
+    # driver fixture installed already is dry-run replaced instead of created.
     p = get_personality(personality)
     mig_classes = get_profile("h100-80gb-hbm3") if p.is_nvidia else None
     classes = render_device_classes(p, mig_profile_classes=mig_classes)
     rest = KubeRest(kube.api_client)
 
-    stored = [rest.create("/apis/resource.k8s.io/v1/deviceclasses", dc, dry_run=True) for dc in classes]
+    base = "/apis/resource.k8s.io/v1/deviceclasses"
+
+    def dry_run(dc: Obj) -> Obj:
+        current = rest.get(f"{base}/{dc['metadata']['name']}")
+        if current is None:
+            return rest.create(base, dc, dry_run=True)
+        body = {
+            **dc,
+            "metadata": {**dc["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]},
+        }
+        return rest.replace(f"{base}/{dc['metadata']['name']}", body, dry_run=True)
+
+    stored = [dry_run(dc) for dc in classes]
 
     assert [s["metadata"]["name"] for s in stored] == [c["metadata"]["name"] for c in classes]
     assert [s["spec"] for s in stored] == [c["spec"] for c in classes]
