@@ -17,12 +17,20 @@ from harness import builders as b
 from harness.clusters.base import Cell
 from harness.gang import GangApi, gang_api, gang_objects, join_gang, pod_group_kind
 from harness.kube import Kube, Obj
-from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.pods import allocated_devices, claims_of, condition, wait_phase
 from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.min_version("1.35"), pytest.mark.feature_gate("GenericWorkload")]
 
 GPU = "nvidia.com/gpu"
+# The PodGroup condition message when the gang does not fit: 1.36 schedule_one_podgroup.go
+# errPodGroupUnschedulable; 1.37 gangscheduling.go PlacementFeasible plus the pod group
+# preemption status (framework/preemption/podgrouppreemption.go).
+UNSCHEDULABLE = {
+    "1.36": "pod group is unschedulable",
+    "1.37": "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining, "
+    "pod group preemption: No preemption victims found for incoming preemptor",
+}
 TEMPLATE = "two-gpus"
 
 
@@ -159,8 +167,10 @@ def test_gang_of_5_pods_by_2_gpus_on_8_gpus_binds_none_until_a_node_is_added(
     _none_bound(kube, namespace, 5, "5 x 2 GPUs do not fit on 8")
     unschedulable = _pod_group_condition(kube, gang, namespace, "False")
     if unschedulable is not None:
-        print(unschedulable)
-        assert unschedulable["reason"] == "Unschedulable"
+        assert (unschedulable["reason"], unschedulable["message"]) == (
+            "Unschedulable",
+            UNSCHEDULABLE[gang.minor],
+        )
 
     [second] = gpu_nodes.add(4)
 
@@ -178,8 +188,10 @@ def test_fewer_than_min_count_pods_are_not_scheduled(
     names = _create_gang(kube, gang, gpu_nodes, namespace, pods=3, min_count=4)
 
     _none_bound(kube, namespace, 3, "3 of minCount 4 pods exist")
-    pods = {p["metadata"]["name"]: p for p in kube.list("v1", "Pod", namespace)}
-    print({n: p["status"] for n, p in pods.items()})
+    # Held back before the scheduling cycle (PreEnqueue): never tried, so no PodScheduled.
+    assert [condition(p, "PodScheduled") for p in kube.list("v1", "Pod", namespace)] == [None] * 3
+    if gang.has_pod_group:
+        assert kube.get(*pod_group_kind(gang), "train", namespace).get("status", {}).get("conditions") is None
 
     kube.create(join_gang(gpu_nodes.pod("train-3", namespace), gang, "train"))
 
