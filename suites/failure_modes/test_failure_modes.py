@@ -101,14 +101,12 @@ def test_unchanged_deployment_and_job_run_on_a_migrated_pool(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=4)
-    template = {
-        "metadata": {"labels": {"app": "train"}},
-        "spec": {
-            "nodeSelector": pool.node_selector,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [b.container(limits={driver.extended_resource: "1"})],
-        },
+    pod_spec: Obj = {
+        "nodeSelector": pool.node_selector,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [b.container(limits={driver.extended_resource: "1"})],
     }
+    template = {"metadata": {"labels": {"app": "train"}}, "spec": pod_spec}
     kube.create(
         {
             "apiVersion": "apps/v1",
@@ -117,7 +115,7 @@ def test_unchanged_deployment_and_job_run_on_a_migrated_pool(
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "train"}}, "template": template},
         }
     )
-    job_template = {"spec": {**template["spec"], "restartPolicy": "Never"}}
+    job_template = {"spec": {**pod_spec, "restartPolicy": "Never"}}
     kube.create(
         {
             "apiVersion": "batch/v1",
