@@ -6,4 +6,5 @@ pytest_plugins = [
     "fixtures.nodes",
     "fixtures.fake_driver",
     "fixtures.driver",
+    "fixtures.reporting",
 ]

@@ -1,0 +1,69 @@
+"""What a failed test's report should show: the namespace's pods, events and claims, the
+slices of the nodes involved, and the tail of every control-plane component's log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from harness.clusters.processes import log_tail
+from harness.kube import Kube, Obj
+from harness.pods import summary
+
+RESOURCE_API = "resource.k8s.io/v1"
+_MAX = 20_000
+
+
+def _dump(objs: Any) -> str:
+    text = yaml.safe_dump(objs, sort_keys=False, width=120)
+    return text if len(text) <= _MAX else text[:_MAX] + "\n...(truncated)"
+
+
+def _strip(obj: Obj) -> Obj:
+    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "managedFields"}
+    return {**obj, "metadata": meta}
+
+
+def collect_diagnostics(kube: Kube, namespace: str, cluster: object | None) -> list[tuple[str, str]]:
+    """[(title, text)]; every part is best-effort: a broken cluster still yields the rest."""
+    out: list[tuple[str, str]] = []
+
+    def part(title: str, make: Any) -> None:
+        try:
+            out.append((title, make()))
+        except Exception as err:  # diagnostics must never hide the real failure
+            out.append((title, f"<unavailable: {type(err).__name__}: {err}>"))
+
+    pods: list[Obj] = []
+
+    def pods_text() -> str:
+        pods.extend(kube.list("v1", "Pod", namespace))
+        return _dump([summary(p) for p in pods])
+
+    part("pods", pods_text)
+    part(
+        "events",
+        lambda: "\n".join(
+            f"{e.get('lastTimestamp') or e.get('eventTime')} {e['involvedObject']['kind']}/"
+            f"{e['involvedObject']['name']} {e['reason']}: {e.get('message', '')}"
+            for e in kube.events(namespace)
+        ),
+    )
+    part(
+        "resourceclaims",
+        lambda: _dump([_strip(c) for c in kube.list(RESOURCE_API, "ResourceClaim", namespace)]),
+    )
+
+    def slices_text() -> str:
+        nodes = {p["spec"].get("nodeName") for p in pods} - {None}
+        ours = [s for s in kube.list(RESOURCE_API, "ResourceSlice") if s["spec"].get("nodeName") in nodes]
+        return _dump([_strip(s) for s in ours])
+
+    part("resourceslices of the pods' nodes", slices_text)
+    log_path = getattr(cluster, "log_path", None)
+    components = getattr(cluster, "components", {})
+    if callable(log_path):
+        for name in components:
+            part(f"log tail: {name}", lambda name=name: log_tail(log_path(name)))
+    return out
