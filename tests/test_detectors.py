@@ -26,10 +26,22 @@ def node(name: str, gpus: int | None = None, pool: str = "a") -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": {"pool": pool}}, "status": {"allocatable": alloc}}
 
 
-def slice_(node_name: str, devices: int, driver: str = DRIVER, product: str = "NVIDIA H100 80GB HBM3") -> dict[str, Any]:
-    return {"spec": {"driver": driver, "nodeName": node_name, "devices": [
-        {"name": f"gpu-{i}", "attributes": {"type": {"string": "gpu"}, "productName": {"string": product}}}
-        for i in range(devices)]}}
+def slice_(
+    node_name: str, devices: int, driver: str = DRIVER, product: str = "NVIDIA H100 80GB HBM3"
+) -> dict[str, Any]:
+    return {
+        "spec": {
+            "driver": driver,
+            "nodeName": node_name,
+            "devices": [
+                {
+                    "name": f"gpu-{i}",
+                    "attributes": {"type": {"string": "gpu"}, "productName": {"string": product}},
+                }
+                for i in range(devices)
+            ],
+        }
+    }
 
 
 def dclass(name: str, expr: str, resource: str | None = None) -> dict[str, Any]:
@@ -39,7 +51,9 @@ def dclass(name: str, expr: str, resource: str | None = None) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": spec}
 
 
-def pod(name: str, limits: dict[str, str], phase: str = "Pending", init: dict[str, str] | None = None) -> dict[str, Any]:
+def pod(
+    name: str, limits: dict[str, str], phase: str = "Pending", init: dict[str, str] | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"limits": limits}}]}
     if init:
         spec["initContainers"] = [{"name": "i", "resources": {"limits": init}}]
@@ -53,14 +67,20 @@ def test_double_stack_names_only_nodes_with_both_stacks() -> None:
     nodes = [node("both", 8), node("dp-only", 8), node("dra-only", 0)]
     slices = [slice_("both", 8), slice_("dra-only", 8)]
     findings = detect_double_stack(nodes, slices, [GPU_CLASS], GPU)
-    assert [(f.check, f.severity, f.subject) for f in findings] == [("double-stack", Severity.BLOCKING, "node/both")]
-    assert findings[0].message.startswith(f"advertises {GPU}: 8 through the device plugin and DRA driver {DRIVER}")
+    assert [(f.check, f.severity, f.subject) for f in findings] == [
+        ("double-stack", Severity.BLOCKING, "node/both")
+    ]
+    assert findings[0].message.startswith(
+        f"advertises {GPU}: 8 through the device plugin and DRA driver {DRIVER}"
+    )
 
 
 def test_double_stack_without_a_mapping_class_uses_the_known_gpu_drivers() -> None:
     nodes, slices = [node("both", 4)], [slice_("both", 4)]
     assert detect_double_stack(nodes, slices, [], GPU) == []
-    assert [f.subject for f in detect_double_stack(nodes, slices, [], GPU, gpu_drivers=[DRIVER])] == ["node/both"]
+    assert [f.subject for f in detect_double_stack(nodes, slices, [], GPU, gpu_drivers=[DRIVER])] == [
+        "node/both"
+    ]
 
 
 def test_class_mappings_include_implicit_names() -> None:
@@ -87,7 +107,9 @@ def test_unmapped_legacy_requests_are_blocking_unless_a_node_still_serves_them()
 
 
 def test_bridge_support_by_version_and_gate() -> None:
-    assert [f.check for f in detect_bridge_unavailable((1, 35), {"DRAExtendedResource": False})] == ["bridge-support"]
+    assert [f.check for f in detect_bridge_unavailable((1, 35), {"DRAExtendedResource": False})] == [
+        "bridge-support"
+    ]
     assert [f.check for f in detect_bridge_unavailable((1, 34), {})] == ["bridge-support"]
     assert detect_bridge_unavailable((1, 36), {}) == []
     assert detect_bridge_unavailable((1, 35), {"DRAExtendedResource": True}) == []
@@ -113,8 +135,17 @@ def test_selectors_that_match_nothing_or_fail_at_runtime() -> None:
 def test_accounting_per_pool() -> None:
     nodes = [node("a0", 8, "legacy"), node("b0", 0, "migrated"), node("b1", None, "migrated")]
     slices = [slice_("b0", 8), slice_("b1", 8)]
-    claims = [{"status": {"allocation": {"devices": {"results": [
-        {"pool": "b0", "device": "gpu-0"}, {"pool": "b1", "device": "gpu-3"}]}}}}]
+    claims = [
+        {
+            "status": {
+                "allocation": {
+                    "devices": {
+                        "results": [{"pool": "b0", "device": "gpu-0"}, {"pool": "b1", "device": "gpu-3"}]
+                    }
+                }
+            }
+        }
+    ]
     accounts = account(nodes, slices, claims, GPU, "pool")
     assert accounts == [PoolAccount("legacy", 1, 8, 0, 0), PoolAccount("migrated", 2, 0, 16, 2)]
     quotas = [{"metadata": {"name": "q", "namespace": "ns"}, "spec": {"hard": {f"requests.{GPU}": "4"}}}]
@@ -123,5 +154,7 @@ def test_accounting_per_pool() -> None:
         ("accounting", "pool/migrated", Severity.WARNING),
         ("quota-legacy-name", "resourcequota/ns/q", Severity.INFO),
     ]
-    assert gaps[0].message.startswith(f"node allocatable {GPU} is 0 on 2 node(s) while ResourceSlices hold 16 devices (2 allocated)")
+    assert gaps[0].message.startswith(
+        f"node allocatable {GPU} is 0 on 2 node(s) while ResourceSlices hold 16 devices (2 allocated)"
+    )
     assert detect_accounting_gaps([], quotas, GPU, (1, 34))[0].severity is Severity.WARNING
