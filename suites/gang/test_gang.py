@@ -172,7 +172,8 @@ def test_gang_of_5_pods_by_2_gpus_on_8_gpus_binds_none_until_a_node_is_added(
             UNSCHEDULABLE[gang.minor],
         )
 
-    [second] = gpu_nodes.add(4)
+    # Room for exactly one more pod: the only placement is 4 pods on the first node, 1 here.
+    [second] = gpu_nodes.add(2)
 
     nodes = _all_running(kube, namespace, names)
     assert sorted(nodes.values()) == [first] * 4 + [second]
