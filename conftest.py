@@ -7,4 +7,5 @@ pytest_plugins = [
     "fixtures.fake_driver",
     "fixtures.driver",
     "fixtures.reporting",
+    "fixtures.scan",
 ]

@@ -4,6 +4,9 @@
     dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
     dra-harness run                            the main job: suites on the default cell, reports
+    dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
+    dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
+    dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
 
 Errors the user can fix print as one line and exit 1; usage errors exit 2.
 """
@@ -146,10 +149,85 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scan(args: argparse.Namespace) -> int:
+    from harness.scan import scan
+
+    kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
+    if not kubeconfig.exists():
+        raise HarnessError(f"kubeconfig {kubeconfig} does not exist")
+    return scan(
+        kubeconfig,
+        args.extended_resource,
+        args.pool_label,
+        args.gpu_driver,
+        Path(args.json) if args.json else None,
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.run import run_suites
 
     return run_suites(args.k8s_version, args.gates, list(args.pytest_args))
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from harness import matrix as m
+    from harness.versions import VERSIONS_FILE
+
+    versions = Path(args.versions).resolve() if args.versions else VERSIONS_FILE
+    matrix = load_matrix(versions)
+    cells = m.cells_from(matrix, filters=args.cells)
+    if args.jobs < 1:
+        raise HarnessError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.list:
+        for cell in cells:
+            print(cell.id)
+        return 0
+    if versions != VERSIONS_FILE:
+        raise HarnessError(f"--versions {args.versions} is for --list only: the suites read {VERSIONS_FILE}")
+    passthrough = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    extra = [*(["-n", str(args.xdist)] if args.xdist else []), *passthrough]
+    result = m.run_matrix(matrix, cells, jobs=args.jobs, paths=args.suite or ["suites"], extra=extra)
+    for run in result.runs:
+        print(f"{run.cell.id:<34} {run.state:<11} {run.wall_seconds:6.0f}s  exit {run.exit_code}")
+    print(f"total {result.wall_seconds:.0f}s (control-plane check/build {result.build_seconds:.0f}s)")
+    if not args.no_report:
+        from harness.readiness import write_report
+
+        for path in write_report([result.out], result.out):
+            print(f"report: {path}")
+    print(f"reports: {result.out}")
+    return result.exit_code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.readiness import write_report
+    from harness.run import REPORTS
+
+    if args.merge:
+        dirs = [Path(d) for d in args.merge]
+        out = Path(args.out) if args.out else REPORTS / f"merged-{_now()}"
+    else:
+        if args.dir:
+            dirs = [Path(args.dir)]
+        else:
+            runs = sorted(p for p in REPORTS.glob("*T*Z") if (p / "cells").is_dir())
+            if not runs:
+                raise HarnessError(
+                    f"no matrix runs in {REPORTS}; run `dra-harness matrix` first or name a DIR"
+                )
+            dirs = [runs[-1]]
+        out = Path(args.out) if args.out else dirs[0]
+    bench = Path(args.bench) if args.bench else None
+    for path in write_report(dirs, out, bench=bench):
+        print(f"report: {path}")
+    return 0
+
+
+def _now() -> str:
+    from harness.matrix import new_run_id
+
+    return new_run_id()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -175,11 +253,47 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("-g", "--gates")
         p.set_defaults(func=func)
 
+    scan = sub.add_parser("scan", help="read-only readiness scan of a live cluster (exit 0/2/3, 1 on error)")
+    scan.add_argument("--kubeconfig", help="default: $KUBECONFIG, then ~/.kube/config")
+    scan.add_argument("--extended-resource", default="nvidia.com/gpu", help="the legacy resource name")
+    scan.add_argument("--pool-label", default="dra-harness.io/pool", help="node label that names a pool")
+    scan.add_argument(
+        "--gpu-driver",
+        action="append",
+        default=["gpu.nvidia.com"],
+        help="DRA drivers that publish GPUs (repeatable)",
+    )
+    scan.add_argument("--json", help="also write the findings as JSON here")
+    scan.set_defaults(func=cmd_scan)
+
     run = sub.add_parser("run", help="run the suites on one cell and write reports")
     run.add_argument("-k", "--k8s-version")
     run.add_argument("-g", "--gates")
     run.add_argument("pytest_args", nargs=argparse.REMAINDER)
     run.set_defaults(func=cmd_run)
+
+    mx = sub.add_parser("matrix", help="run the suites on many cells in parallel, then the readiness report")
+    mx.add_argument(
+        "--cells",
+        action="append",
+        help="cells to run: <minor>/<personality>/<profile>, comma-separated or repeated, * wildcards, "
+        "or 'all' (default: the 1.37 and 1.36 dra-all cells for nvidia-v25.12 and nvidia-v0.4)",
+    )
+    mx.add_argument("-j", "--jobs", type=int, default=2, help="cells at a time (default 2)")
+    mx.add_argument("-n", "--xdist", type=int, default=0, help="pytest-xdist workers inside each cell")
+    mx.add_argument("--suite", action="append", help="test paths per cell (default: suites)")
+    mx.add_argument("--list", action="store_true", help="print the selected cells and exit")
+    mx.add_argument("--versions", help=argparse.SUPPRESS)
+    mx.add_argument("--no-report", action="store_true", help="skip the readiness report")
+    mx.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to every cell's pytest")
+    mx.set_defaults(func=cmd_matrix)
+
+    rp = sub.add_parser("report", help="the readiness report of a matrix run, or merged from several")
+    rp.add_argument("dir", nargs="?", help="a matrix run directory (default: the latest in reports/out)")
+    rp.add_argument("--merge", nargs="+", metavar="DIR", help="cell or run directories to merge")
+    rp.add_argument("--out", help="where to write the report (default: DIR, or reports/out/merged-<id>)")
+    rp.add_argument("--bench", help="scale benchmark JSON (default: reports/out/bench/scale.json if present)")
+    rp.set_defaults(func=cmd_report)
     return parser
 
 

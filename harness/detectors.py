@@ -187,20 +187,31 @@ def detect_bridge_unavailable(version: tuple[int, int], gates: Mapping[str, bool
     return []
 
 
-def detect_selectors_matching_nothing(classes: Iterable[Obj], slices: Iterable[Obj]) -> list[Finding]:
-    """DeviceClass selectors evaluated against every published device."""
+def detect_selectors_matching_nothing(
+    classes: Iterable[Obj], slices: Iterable[Obj], used_classes: Iterable[str] | None = None
+) -> list[Finding]:
+    """DeviceClass selectors evaluated against every published device.
+
+    A class that matches nothing is blocking when something depends on it (it maps an
+    extended resource, or a claim/template in `used_classes` names it); otherwise it is
+    only noted (e.g. a MIG class on a fleet without MIG). `used_classes=None` treats every
+    class as used.
+    """
     devices = published_devices(slices)
+    used = None if used_classes is None else set(used_classes)
     findings = []
     for c in classes:
         name = c["metadata"]["name"]
-        exprs = [s["cel"]["expression"] for s in (c.get("spec") or {}).get("selectors") or [] if "cel" in s]
+        spec = c.get("spec") or {}
+        exprs = [s["cel"]["expression"] for s in spec.get("selectors") or [] if "cel" in s]
         counts = count_matches(exprs, devices)
         subject = f"deviceclass/{name}"
+        depended_on = bool(spec.get("extendedResourceName")) or used is None or name in used
         if counts[Outcome.RUNTIME_ERROR]:
             findings.append(
                 Finding(
                     "selector-runtime-error",
-                    Severity.BLOCKING,
+                    Severity.BLOCKING if depended_on else Severity.WARNING,
                     subject,
                     f"its selector fails with a CEL runtime error on {counts[Outcome.RUNTIME_ERROR]} "
                     'published device(s): claims using it stay Pending with "CEL runtime error"',
@@ -222,7 +233,7 @@ def detect_selectors_matching_nothing(classes: Iterable[Obj], slices: Iterable[O
             findings.append(
                 Finding(
                     "selector-matches-nothing",
-                    Severity.BLOCKING if c["spec"].get("extendedResourceName") else Severity.WARNING,
+                    Severity.BLOCKING if depended_on else Severity.INFO,
                     subject,
                     f"its selector matches none of the {len(devices)} published devices",
                     "inspect `kubectl get resourceslices -o yaml` and fix the selector",
@@ -282,7 +293,7 @@ def detect_accounting_gaps(
             findings.append(
                 Finding(
                     "accounting",
-                    Severity.WARNING,
+                    Severity.INFO,  # a reminder: it blocks nothing by itself
                     f"pool/{a.pool}",
                     f"node allocatable {resource} is 0 on {a.nodes} node(s) while ResourceSlices hold "
                     f"{a.dra_devices} devices ({a.dra_allocated} allocated): dashboards and alerts reading "

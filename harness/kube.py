@@ -96,6 +96,9 @@ class Kube:
         info = client.VersionApi(self.api_client).get_code()
         return int(info.major), int("".join(c for c in info.minor if c.isdigit()))
 
+    def git_version(self) -> str:
+        return str(client.VersionApi(self.api_client).get_code().git_version)
+
     def events(self, namespace: str, involved_name: str | None = None) -> builtins.list[Obj]:
         selector = {"field_selector": f"involvedObject.name={involved_name}"} if involved_name else {}
         return self.list("v1", "Event", namespace, **selector)

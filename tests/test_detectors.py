@@ -151,7 +151,7 @@ def test_accounting_per_pool() -> None:
     quotas = [{"metadata": {"name": "q", "namespace": "ns"}, "spec": {"hard": {f"requests.{GPU}": "4"}}}]
     gaps = detect_accounting_gaps(accounts, quotas, GPU, (1, 37))
     assert [(f.check, f.subject, f.severity) for f in gaps] == [
-        ("accounting", "pool/migrated", Severity.WARNING),
+        ("accounting", "pool/migrated", Severity.INFO),
         ("quota-legacy-name", "resourcequota/ns/q", Severity.INFO),
     ]
     assert gaps[0].message.startswith(

@@ -46,7 +46,7 @@ class ExistingCluster:
         status, text = kube.raw_get("/metrics")
         if status != 200:  # metrics may be forbidden to this user: gates stay unknown
             return {}
-        return {name: value == "1" for name, value in _FEATURE.findall(text)}
+        return parse_feature_metrics(text)
 
     def stop(self) -> None:
         """Nothing to stop: the cluster is not ours."""
@@ -54,3 +54,8 @@ class ExistingCluster:
     def cell(self) -> Cell:
         assert self._cell is not None, "call start() first"
         return self._cell
+
+
+def parse_feature_metrics(text: str) -> dict[str, bool]:
+    """Feature gates from the apiserver's `kubernetes_feature_enabled` metric."""
+    return {name: value == "1" for name, value in _FEATURE.findall(text)}

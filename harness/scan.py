@@ -1,0 +1,261 @@
+"""`dra-harness scan`: a read-only readiness scan of a live cluster.
+
+It needs only get/list on the objects below and reuses the failure-mode detectors, so what
+the suites stage on the local cluster is what the scan finds on a real one.
+
+Exit codes: 0 ready, 2 warnings only, 3 blocking findings, 1 the scan itself failed
+(unreachable cluster, missing permission, bad input).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kubernetes.dynamic.exceptions import DynamicApiError, ForbiddenError, ResourceNotFoundError
+
+from harness.clusters.existing import parse_feature_metrics
+from harness.detectors import (
+    Finding,
+    Severity,
+    account,
+    detect_accounting_gaps,
+    detect_bridge_unavailable,
+    detect_double_stack,
+    detect_selectors_matching_nothing,
+    detect_unmapped_legacy_requests,
+)
+from harness.errors import HarnessError
+from harness.kube import Kube, Obj
+from harness.reporting import redact
+
+RESOURCE_API = "resource.k8s.io/v1"
+EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
+EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
+
+# Everything the scan reads: give its user exactly this (read-only) ClusterRole.
+SCAN_RBAC_RULES: list[Obj] = [
+    {"apiGroups": [""], "resources": ["nodes", "pods", "resourcequotas"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["resource.k8s.io"],
+     "resources": ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"],
+     "verbs": ["get", "list", "watch"]},
+    {"nonResourceURLs": ["/metrics", "/version"], "verbs": ["get"]},
+]
+
+
+def scan_cluster_role(name: str) -> Obj:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": SCAN_RBAC_RULES}
+DEVICE_PLUGIN_HINTS = ("device-plugin", "k8s-device-plugin")
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    version: tuple[int, int]
+    git_version: str
+    gates: dict[str, bool]
+    nodes: list[Obj]
+    pods: list[Obj]
+    daemonsets: list[Obj]
+    classes: list[Obj]
+    slices: list[Obj]
+    claims: list[Obj]
+    templates: list[Obj]
+    quotas: list[Obj]
+
+
+def read_state(kube: Kube) -> ClusterState:
+    """Everything the checks look at, with get/list only."""
+    try:
+        major, minor = kube.server_version()
+        git_version = kube.git_version()
+    except Exception as err:
+        raise HarnessError(f"cluster is unreachable: {type(err).__name__}: {err}") from None
+
+    def listed(api: str, kind: str) -> list[Obj]:
+        try:
+            return kube.list(api, kind)
+        except ForbiddenError:
+            raise HarnessError(
+                f"the kubeconfig's user may not list {kind} ({api}); the scan needs get/list"
+            ) from None
+        except ResourceNotFoundError:
+            return []  # e.g. resource.k8s.io/v1 not served: nothing DRA to scan
+        except DynamicApiError as err:
+            raise HarnessError(f"listing {kind} failed: {err.status} {err.reason}") from None
+
+    status, metrics = kube.raw_get("/metrics")
+    gates: dict[str, bool] = {}
+    if status == 200:
+        gates = parse_feature_metrics(metrics)
+    return ClusterState(
+        version=(major, minor),
+        git_version=git_version,
+        gates=gates,
+        nodes=listed("v1", "Node"),
+        pods=listed("v1", "Pod"),
+        daemonsets=listed("apps/v1", "DaemonSet"),
+        classes=listed(RESOURCE_API, "DeviceClass"),
+        slices=listed(RESOURCE_API, "ResourceSlice"),
+        claims=listed(RESOURCE_API, "ResourceClaim"),
+        templates=listed(RESOURCE_API, "ResourceClaimTemplate"),
+        quotas=listed("v1", "ResourceQuota"),
+    )
+
+
+def _device_plugin_daemonsets(state: ClusterState) -> list[Finding]:
+    """Device-plugin DaemonSets whose pods run on nodes that also carry DRA slices."""
+    dra_nodes = {s["spec"].get("nodeName") for s in state.slices if s["spec"].get("devices")} - {None}
+    findings = []
+    for ds in state.daemonsets:
+        images = [c.get("image", "") for c in ds["spec"]["template"]["spec"].get("containers") or []]
+        name = ds["metadata"]["name"]
+        if not any(h in name or any(h in i for i in images) for h in DEVICE_PLUGIN_HINTS):
+            continue
+        uid = ds["metadata"]["uid"]
+        on = sorted(
+            {
+                p["spec"].get("nodeName")
+                for p in state.pods
+                if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])
+            }
+            & dra_nodes
+        )
+        if on:
+            findings.append(
+                Finding(
+                    "device-plugin-daemonset",
+                    Severity.BLOCKING,
+                    f"daemonset/{ds['metadata']['namespace']}/{name}",
+                    f"runs on {len(on)} node(s) that also publish DRA devices: {', '.join(on[:5])}",
+                    "add node affinity to the DaemonSet that excludes migrated pools",
+                )
+            )
+    return findings
+
+
+def _kubelet_skew(state: ClusterState) -> list[Finding]:
+    """Kubelet minors inside each DRA driver's set of nodes."""
+    kubelet = {
+        n["metadata"]["name"]: (n.get("status") or {}).get("nodeInfo", {}).get("kubeletVersion", "")
+        for n in state.nodes
+    }
+    findings = []
+    by_driver: dict[str, set[str]] = {}
+    for s in state.slices:
+        node = s["spec"].get("nodeName")
+        if node in kubelet:
+            by_driver.setdefault(s["spec"]["driver"], set()).add(node)
+    for driver, nodes in sorted(by_driver.items()):
+        minors = {
+            ".".join(kubelet[n].lstrip("v").split(".")[:2]) for n in nodes if kubelet[n].startswith("v")
+        }
+        if len(minors) > 1:
+            findings.append(
+                Finding(
+                    "kubelet-skew",
+                    Severity.WARNING,
+                    f"driver/{driver}",
+                    f"its {len(nodes)} nodes run kubelets of different minors: {', '.join(sorted(minors))}",
+                    "older kubelets may not support the DRA features the pool relies on "
+                    "(extended-resource admission, partitionable devices): upgrade the pool evenly",
+                )
+            )
+    return findings
+
+
+def _claim_counts(state: ClusterState) -> list[Finding]:
+    bridged = sum(
+        1
+        for c in state.claims
+        if (c["metadata"].get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM) == "true"
+    )
+    return [
+        Finding(
+            "claim-objects",
+            Severity.INFO,
+            "cluster",
+            f"{len(state.claims)} ResourceClaims ({bridged} created by the scheduler for extended "
+            f"resources), {len(state.templates)} ResourceClaimTemplates, {len(state.slices)} ResourceSlices",
+            "watch API object counts and etcd size as pools move to DRA",
+        )
+    ]
+
+
+def run_checks(
+    state: ClusterState, resource: str, pool_label: str, gpu_drivers: Iterable[str]
+) -> list[Finding]:
+    used = {
+        r["exactly"]["deviceClassName"]
+        for t in state.templates
+        for r in t["spec"]["spec"]["devices"].get("requests") or []
+        if "exactly" in r
+    }
+    used |= {
+        r["exactly"]["deviceClassName"]
+        for c in state.claims
+        for r in c["spec"]["devices"].get("requests") or []
+        if "exactly" in r
+    }
+    findings = [
+        *detect_bridge_unavailable(state.version, state.gates),
+        *detect_double_stack(state.nodes, state.slices, state.classes, resource, gpu_drivers),
+        *_device_plugin_daemonsets(state),
+        *detect_unmapped_legacy_requests(state.pods, state.classes, state.nodes),
+        *detect_selectors_matching_nothing(state.classes, state.slices, used),
+        *_kubelet_skew(state),
+        *detect_accounting_gaps(
+            account(state.nodes, state.slices, state.claims, resource, pool_label),
+            state.quotas,
+            resource,
+            state.version,
+        ),
+        *_claim_counts(state),
+    ]
+    return sorted(findings, key=lambda f: (-f.severity, f.check, f.subject))
+
+
+def exit_code(findings: Iterable[Finding]) -> int:
+    worst = max((f.severity for f in findings), default=Severity.INFO)
+    return {Severity.BLOCKING: EXIT_BLOCKING, Severity.WARNING: EXIT_WARNINGS}.get(worst, EXIT_READY)
+
+
+def render_text(state: ClusterState, findings: list[Finding]) -> str:
+    lines = [
+        f"dra-harness scan: Kubernetes {state.git_version}, {len(state.nodes)} nodes, "
+        f"{len(state.slices)} ResourceSlices"
+    ]
+    for f in findings:
+        lines.append(f"{f.severity.name:<8} {f.check:<26} {f.subject}: {f.message}")
+        if f.severity > Severity.INFO:
+            lines.append(f"{'':<8} {'':<26} fix: {f.remediation}")
+    verdict = {EXIT_READY: "READY", EXIT_WARNINGS: "READY WITH WARNINGS", EXIT_BLOCKING: "NOT READY"}
+    lines.append(f"verdict: {verdict[exit_code(findings)]}")
+    return redact("\n".join(lines))
+
+
+def render_json(state: ClusterState, findings: list[Finding]) -> str:
+    data = {
+        "kubernetes": state.git_version,
+        "exit_code": exit_code(findings),
+        "findings": [asdict(f) | {"severity": f.severity.name} for f in findings],
+    }
+    return redact(json.dumps(data, indent=2))
+
+
+def scan(
+    kubeconfig: Path, resource: str, pool_label: str, gpu_drivers: Iterable[str], json_out: Path | None = None
+) -> int:
+    kube = Kube.from_kubeconfig(kubeconfig)
+    try:
+        state = read_state(kube)
+    finally:
+        kube.close()
+    findings = run_checks(state, resource, pool_label, gpu_drivers)
+    print(render_text(state, findings))
+    if json_out is not None:
+        json_out.write_text(render_json(state, findings))
+    return exit_code(findings)
