@@ -6,7 +6,7 @@ functions over a Kube and a pool description:
 
 and `rollback_pool`, the reverse for one pool:
 
-    cordon -> drain -> uninstall the DRA driver -> relabel -> readmit the device plugin
+    cordon -> drain -> uninstall the DRA driver -> readmit the device plugin (relabel)
            -> uncordon
 
 Every step waits (bounded, named) until its effect is observable, and `migrate_pool` /
@@ -283,12 +283,33 @@ class DaemonSetDevicePlugin:
     def exclude(self, nodes: Sequence[str]) -> None:
         patch_device_plugin_daemonset(self.kube, self.namespace, self.name)
 
+    def rollout_status(self) -> dict[str, int]:
+        ds = self.kube.get("apps/v1", "DaemonSet", self.name, self.namespace)
+        status = ds.get("status") or {}
+        return {
+            "generation": ds["metadata"]["generation"],
+            "observedGeneration": status.get("observedGeneration", 0),
+            "desired": status.get("desiredNumberScheduled", 0),
+            "updated": status.get("updatedNumberScheduled", 0),
+            "available": status.get("numberAvailable", 0),
+            "unavailable": status.get("numberUnavailable", 0),
+        }
+
     def wait_excluded(self, nodes: Sequence[str]) -> None:
+        """Gone from the pool, and the rollout the template change started has finished
+        (`kubectl rollout status`): a pod template change replaces the plugin pod on every
+        node, so patch the affinity once, before the first pool; later pools then leave the
+        plugin by their label alone."""
         wait_for(
-            lambda: self._pods(nodes),
-            lambda seen: seen == {},
+            lambda: (self._pods(nodes), self.rollout_status()),
+            lambda seen: (
+                seen[0] == {}
+                and seen[1]["observedGeneration"] >= seen[1]["generation"]
+                and seen[1]["updated"] == seen[1]["desired"] == seen[1]["available"]
+                and seen[1]["unavailable"] == 0
+            ),
             timeout=TIMEOUTS.deletion,
-            describe=f"DaemonSet {self.namespace}/{self.name} gone from {', '.join(nodes)}",
+            describe=f"DaemonSet {self.namespace}/{self.name} gone from {', '.join(nodes)} and rolled out",
         )
 
     def include(self, nodes: Sequence[str]) -> None:
@@ -433,8 +454,9 @@ def rollback_pool(
     step("drain")
     uninstall_driver(kube, pool, uninstall)
     step("uninstall-driver")
+    # The relabel is what gives a DaemonSet plugin the pool back (its affinity excludes
+    # STACK_LABEL=dra), so it happens only now, with the driver's slices gone.
     label_pool(kube, pool.nodes, {STACK_LABEL: STACK_DEVICE_PLUGIN})
-    step("label")
     readmit_to_device_plugin(pool.nodes, plugins)
     step("readmit-device-plugin")
     uncordon(kube, pool.nodes)
