@@ -71,11 +71,13 @@ def test_selector_reading_an_attribute_missing_on_some_nodes_is_a_cel_runtime_er
     assert scheduled is not None
     assert (scheduled["status"], scheduled["reason"]) == ("False", "SchedulerError")
     # The filter error aborts the whole scheduling attempt, so the v25.3 node that would fit is
-    # never chosen. 1.37 appends a hint (dynamic-resource-allocation cel/errors.go).
+    # never chosen. 1.37 names the device and appends a hint (dynamic-resource-allocation
+    # v0.37 structured/internal/*/allocator_*.go and cel/errors.go); 1.35/1.36 do neither.
+    device = f" on device {NV}/{new_node}/gpu-0" if cell.number >= (1, 37) else ""
     hint = HINT_1_37 if cell.number >= (1, 37) else ""
     assert scheduled["message"] == (
         f'running "DynamicResources" filter plugin: claim {namespace}/{claim["metadata"]["name"]}: '
-        f"selector #0 on device {NV}/{new_node}/gpu-0: CEL runtime error: no such key: index{hint}"
+        f"selector #0{device}: CEL runtime error: no such key: index{hint}"
     )
     _pending(kube, namespace, "index", scheduled)
 
