@@ -56,3 +56,17 @@ bench-cluster-start: controlplane
 
 clean:
 	rm -rf reports/out .pytest_cache .mypy_cache .ruff_cache
+
+# Headless Chromium for the report rendering test (tests/e2e/test_report_renders.py).
+.PHONY: chromium matrix
+APT_SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+chromium:
+	@test -x /usr/bin/chromium || ($(APT_SUDO) apt-get update && $(APT_SUDO) apt-get install -y chromium)
+test: chromium
+
+# The matrix: cells (minor x personality x gate profile) in parallel, then the readiness report.
+# make matrix CELLS=1.37/nvidia-v0.4/dra-all JOBS=2   (default cells: harness/matrix.py DEFAULT_CELLS)
+CELLS ?=
+JOBS ?= 2
+matrix: venv
+	$(BIN)/dra-harness matrix $(foreach c,$(CELLS),--cells $(c)) --jobs $(JOBS)

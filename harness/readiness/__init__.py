@@ -1,0 +1,20 @@
+"""Readiness report: which DRA migration checks pass, fail or need a change, per cell."""
+
+from __future__ import annotations
+
+from harness.readiness.checks import CHECKS, Check, CheckResult, SkipRule, Status, evaluate, evaluate_cell
+from harness.readiness.report import Report, build_report, render, write_report
+
+__all__ = [
+    "CHECKS",
+    "Check",
+    "CheckResult",
+    "Report",
+    "SkipRule",
+    "Status",
+    "build_report",
+    "evaluate",
+    "evaluate_cell",
+    "render",
+    "write_report",
+]

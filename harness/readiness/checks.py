@@ -1,0 +1,429 @@
+"""The readiness checks: one table (CHECKS) mapping a check to the tests that decide it and
+to what a platform team must change when it fails, and pure functions turning a cell's
+summary.json records into PASS / FAIL / WARN / SKIP per check.
+
+How a check's status is decided from its tests' outcomes in one cell:
+    no test of the check ran                 SKIP  (not part of this run)
+    any test failed or errored               FAIL  (remediation: the check's on_fail)
+    tests skipped for a reason that matters  the skip rule's status (FAIL or WARN), or WARN
+                                             when some of the check's tests passed anyway
+    tests skipped for a reason that doesn't  SKIP  (not applicable to this cell)
+    otherwise                                PASS
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from harness.reporting import TestRecord
+
+
+class Status(enum.IntEnum):
+    """Ordered by how much attention it needs."""
+
+    PASS = 0
+    SKIP = 1
+    WARN = 2
+    FAIL = 3
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class SkipRule:
+    """A skip reason (regex over the skip message) and what it means for readiness.
+    `remediation` may use the regex's named groups: "enable {gate} ..."."""
+
+    pattern: str
+    status: Status
+    remediation: str
+
+    def match(self, message: str) -> str | None:
+        m = re.search(self.pattern, message)
+        if m is None:
+            return None
+        groups = {k: v or "" for k, v in m.groupdict().items()}
+        if groups.get("gate"):
+            groups["gate_fix"] = gate_remediation(groups["gate"])
+        return self.remediation.format(**groups)
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    title: str
+    area: str
+    tests: tuple[str, ...]  # fnmatch patterns over pytest node ids
+    on_fail: str
+    on_skip: tuple[SkipRule, ...] = ()
+
+    def covers(self, nodeid: str) -> bool:
+        return any(fnmatch.fnmatchcase(nodeid, p) for p in self.tests)
+
+
+# Where each feature gate must be on, and from which release it need not be set at all.
+# Source: reference/dra-api.md, "DRA feature stages and gates" (1.34-1.37).
+GATES: dict[str, tuple[str, str]] = {
+    "DRAExtendedResource": (
+        "kube-apiserver, kube-scheduler, kube-controller-manager and kubelet",
+        "or upgrade to 1.36 where it is beta and on by default (GA in 1.37)",
+    ),
+    "DRAPartitionableDevices": (
+        "kube-apiserver, kube-scheduler and kubelet",
+        "or upgrade to 1.36 where it is beta and on by default",
+    ),
+    "DRAConsumableCapacity": (
+        "kube-apiserver, kube-scheduler and kubelet",
+        "or upgrade to 1.36 where it is beta and on by default",
+    ),
+    "DRADeviceTaints": (
+        "kube-apiserver, kube-scheduler and kube-controller-manager",
+        "or upgrade to 1.36 where it is beta and on by default",
+    ),
+    "DRADeviceTaintRules": (
+        "kube-apiserver, kube-scheduler and kube-controller-manager (with --runtime-config "
+        "resource.k8s.io/v1beta2=true in 1.36)",
+        "or upgrade to 1.37 where it is GA",
+    ),
+    "DRAPrioritizedList": ("kube-apiserver and kube-scheduler", "it is on by default from 1.34"),
+    "DRADeviceBindingConditions": (
+        "kube-apiserver and kube-scheduler",
+        "or upgrade to 1.36 where it is beta and on by default",
+    ),
+    "GenericWorkload": (
+        "kube-apiserver and kube-scheduler, with --runtime-config scheduling.k8s.io/<version>=true "
+        "(v1alpha1 in 1.35, v1alpha2 in 1.36, v1beta1 in 1.37)",
+        "it stays off by default through 1.37",
+    ),
+    "GangScheduling": (
+        "kube-scheduler (1.35 and 1.36)",
+        "or upgrade to 1.37 where it is part of GenericWorkload",
+    ),
+}
+
+
+def gate_remediation(gate: str) -> str:
+    where, otherwise = GATES.get(gate, ("every control-plane component and kubelet", ""))
+    return f"enable feature gate {gate} on {where}" + (f", {otherwise}" if otherwise else "")
+
+
+_GATE_OFF = r"needs feature gate (?P<gate>\w+), off in (?P<cell>\S+)"
+_NO_MAPPING = r"(?P<personality>\S+) installs (?P<cls>\S+) without extendedResourceName (?P<resource>\S+)"
+_MAPPING_REMEDIATION = (
+    "{personality} installs DeviceClass {cls} without spec.extendedResourceName: set "
+    "extendedResourceName: {resource} on it (or on a class of your own selecting the same devices), "
+    "or move to a driver release that sets it (nvidia-v25.12+), so unchanged pods requesting "
+    "{resource} are served by DRA"
+)
+_BRIDGE_OFF = SkipRule(
+    r"needs feature gate DRAExtendedResource, off in (?P<cell>\S+)",
+    Status.FAIL,
+    "pods requesting nvidia.com/gpu stay Pending on DRA-only nodes in {cell}: "
+    + gate_remediation("DRAExtendedResource"),
+)
+_BRIDGE_RULES = (_BRIDGE_OFF, SkipRule(_NO_MAPPING, Status.FAIL, _MAPPING_REMEDIATION))
+
+# Skip reasons every check understands; a check's own on_skip rules are tried first.
+GENERIC_SKIP_RULES: tuple[SkipRule, ...] = (
+    SkipRule(r"covers cells where feature gate", Status.SKIP, ""),
+    SkipRule(r"the bridge is available", Status.SKIP, ""),
+    SkipRule(r"fake driver only", Status.SKIP, ""),
+    SkipRule(
+        r"needs feature gate (?P<gate>\w+), unknown to Kubernetes (?P<minor>[\d.]+)",
+        Status.WARN,
+        "Kubernetes {minor} has no feature gate {gate}: upgrade to a release that has it",
+    ),
+    SkipRule(_GATE_OFF, Status.WARN, "{gate_fix}"),
+    SkipRule(
+        r"needs Kubernetes >= (?P<need>[\d.]+) \(cell is (?P<minor>[\d.]+)\)",
+        Status.WARN,
+        "needs Kubernetes {need}; this cell runs {minor}: upgrade the control plane",
+    ),
+    SkipRule(
+        r"needs (?P<api>\S+) served \(runtime-config\)",
+        Status.WARN,
+        "serve {api}: add --runtime-config {api}=true to kube-apiserver",
+    ),
+    SkipRule(_NO_MAPPING, Status.WARN, _MAPPING_REMEDIATION),
+)
+
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "cluster",
+        "Pods bind to GPU nodes and the scheduler allocates a device from a ResourceSlice",
+        "smoke",
+        ("suites/smoke/*",),
+        "the cluster or driver is not usable: read the cell's pytest.log and component logs before "
+        "any other check",
+    ),
+    Check(
+        "driver-objects",
+        "The driver's ResourceSlices and DeviceClasses are accepted as it publishes them",
+        "driver",
+        ("suites/fake_driver/test_personalities.py::*",),
+        "the API server rejects what this driver release publishes (the failure names the field): "
+        "enable the gate that serves the field (DRAPartitionableDevices for counters and MIG, "
+        "DRAConsumableCapacity for shared capacity) or use a driver release that targets this minor",
+    ),
+    Check(
+        "bridging",
+        "Unchanged pods requesting nvidia.com/gpu get DRA devices (extended-resource bridging, KEP-5004)",
+        "bridging",
+        ("suites/bridging/test_extended_resource.py::*", "suites/bridging/test_bridging_lifecycle.py::*"),
+        "scheduler-created claims for extended resources misbehave: check that kube-scheduler, "
+        "kube-controller-manager and kubelet all run with DRAExtendedResource and the same minor",
+        _BRIDGE_RULES,
+    ),
+    Check(
+        "mixed-pools",
+        "Device-plugin and DRA nodes serve the same resource name side by side (tiers, quota)",
+        "bridging",
+        ("suites/bridging/test_mixed_pools.py::*",),
+        "mixed pools over-promise or miscount: give each GPU tier its own extendedResourceName and "
+        "count quota under requests.nvidia.com/gpu and the DeviceClass's claim quota together",
+        _BRIDGE_RULES,
+    ),
+    Check(
+        "bridge-unavailable",
+        "Without the bridge, a legacy GPU pod stays Pending with Insufficient nvidia.com/gpu",
+        "bridging",
+        ("suites/bridging/test_bridge_unavailable.py::*",),
+        "legacy pods on DRA-only nodes must stay Pending (not run without a device) while bridging is "
+        "off: check that no device plugin still advertises nvidia.com/gpu on migrated nodes",
+    ),
+    Check(
+        "double-stack",
+        "Failure mode: device plugin and DRA driver managing the same GPUs is detected",
+        "failure modes",
+        ("suites/failure_modes/*::test_both_stacks_on_the_same_gpus*",),
+        "exclude migrated nodes from the device-plugin DaemonSet (nodeAffinity on a label such as "
+        "nvidia.com/dra=true) before the DRA driver publishes there: one mechanism per device",
+        (_BRIDGE_OFF,),
+    ),
+    Check(
+        "unchanged-workloads",
+        "Failure mode: an unchanged Deployment and Job keep running on a migrated pool",
+        "failure modes",
+        ("suites/failure_modes/*::test_unchanged_deployment_and_job*",),
+        "legacy workloads break on the migrated pool: map nvidia.com/gpu with a DeviceClass "
+        "extendedResourceName before draining the device plugin",
+        _BRIDGE_RULES,
+    ),
+    Check(
+        "unmapped-class",
+        "Failure mode: a DeviceClass without extendedResourceName leaves legacy pods Pending",
+        "failure modes",
+        ("suites/failure_modes/*::test_class_without_extended_resource_name*",),
+        "add extendedResourceName: nvidia.com/gpu to the DeviceClass that selects the GPUs "
+        "(exactly one class per name)",
+        (_BRIDGE_OFF,),
+    ),
+    Check(
+        "selector-nothing",
+        "Failure mode: a selector matching no device keeps pods Pending and is named",
+        "failure modes",
+        (
+            "suites/failure_modes/*::test_selector_matching_nothing*",
+            "suites/mig/test_selectors.py::test_selector_matching_nothing*",
+            "suites/mig/test_selectors.py::test_selector_reading_an_attribute_missing*",
+        ),
+        "fix the DeviceClass or claim CEL selector: use attribute names this driver release publishes "
+        "(productName, resource.kubernetes.io/pciBusID vs pcieBusID) and guard optional ones with has()",
+    ),
+    Check(
+        "accounting",
+        "Failure mode: node allocatable stops telling the truth after migration",
+        "failure modes",
+        ("suites/failure_modes/*::test_node_allocatable*",),
+        "count GPUs from ResourceSlices and ResourceClaims, not node.status.allocatable[nvidia.com/gpu], "
+        "in dashboards, autoscaler limits and chargeback once a pool moves to DRA",
+    ),
+    Check(
+        "bridge-detector",
+        "The readiness scan tells whether bridging is available in the cluster",
+        "failure modes",
+        ("suites/failure_modes/*::test_bridge_support_detector*",),
+        "the scan's bridge-support detector disagrees with the cluster: report a harness bug",
+    ),
+    Check(
+        "mig-static",
+        "MIG: static partitions chosen by profile and kept on one parent GPU",
+        "mig",
+        ("suites/mig/test_static_mig.py::*", "suites/fake_driver/test_allocation.py::test_static_mig*"),
+        "MIG selectors fail: select on the profile attribute this driver release publishes and use "
+        "matchAttribute on parentUUID for devices that must share a GPU",
+    ),
+    Check(
+        "mig-dynamic",
+        "MIG: dynamic partitions from shared counters (DRAPartitionableDevices)",
+        "mig",
+        ("suites/mig/test_dynamic_mig.py::*", "suites/fake_driver/test_allocation.py::test_dynamic_mig*"),
+        "partitionable devices over- or under-allocate: check the driver's counter sets and that "
+        "kube-scheduler runs with DRAPartitionableDevices",
+    ),
+    Check(
+        "prioritized-list",
+        "Prioritized list: a claim falls back from a 3g to a 1g MIG device",
+        "mig",
+        ("suites/mig/test_prioritized_list.py::*",),
+        "firstAvailable subrequests are not honoured: enable DRAPrioritizedList on kube-apiserver and "
+        "kube-scheduler (on by default from 1.34)",
+    ),
+    Check(
+        "cel-selectors",
+        "CEL selectors on product name, memory quantity and driver version pick the right GPUs",
+        "mig",
+        (
+            "suites/mig/test_selectors.py::test_cel_on_quantities*",
+            "suites/fake_driver/test_allocation.py::test_full_gpu_chosen_by_product_name",
+        ),
+        "quantity/semver CEL functions misbehave: compare memory with quantity(...) and driver "
+        "versions with semver(...), not string comparison",
+    ),
+    Check(
+        "shared-devices",
+        "Shared GPUs: consumable capacity splits one GPU's memory between pods",
+        "shared devices",
+        ("suites/shared_devices/*",),
+        "consumable capacity is not enforced: enable DRAConsumableCapacity on kube-apiserver, "
+        "kube-scheduler and kubelet and use a driver that publishes allowMultipleAllocations",
+    ),
+    Check(
+        "gang",
+        "Gang scheduling: GPU pods of a group bind all together or not at all",
+        "gang",
+        ("suites/gang/*",),
+        "a gang binds partially: use Workload/PodGroup for the minor's scheduling.k8s.io version and "
+        "check GenericWorkload (and GangScheduling before 1.37) on kube-apiserver and kube-scheduler",
+    ),
+    Check(
+        "rollout",
+        "Driver rollout: a pool migrates to DRA and back without losing workloads",
+        "rollout",
+        ("suites/rollout/*",),
+        "the migration sequence loses or double-books GPUs: cordon and drain before switching a node "
+        "from the device plugin to the DRA driver, and switch node by node",
+    ),
+    Check(
+        "faults",
+        "Device faults: unhealthy devices, taints and driver restarts are handled",
+        "faults",
+        ("suites/faults/test_device*", "suites/fake_driver/test_faults.py::*"),
+        "device health changes are not reflected: check the driver's health mode (remove or taint) and "
+        "DRADeviceTaints on kube-apiserver, kube-scheduler and kube-controller-manager",
+    ),
+    Check(
+        "control-plane-restarts",
+        "Control-plane restarts (scheduler, API server, etcd) keep allocations intact",
+        "faults",
+        ("suites/faults/test_control_plane.py::*",),
+        "allocations are lost or doubled across a control-plane restart: keep ResourceClaim status as "
+        "the source of truth and restart kube-scheduler/kube-apiserver one at a time",
+    ),
+    Check(
+        "scan",
+        "The readiness scan finds staged failure modes and refuses bad access in one line",
+        "scan",
+        ("suites/scan/*",),
+        "the readiness scan misreports this cluster: report a harness bug and read its findings with care",
+    ),
+    Check(
+        "fake-driver",
+        "Fake driver self-checks: publisher, legacy device plugin, installer guard",
+        "harness",
+        ("suites/fake_driver/test_publisher.py::*", "suites/fake_driver/test_legacy_and_installer.py::*"),
+        "the harness's fake driver misbehaves on this minor: report a harness bug (other checks in "
+        "this cell may be unreliable)",
+    ),
+)
+
+CHECK_IDS = {c.id: c for c in CHECKS}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: str
+    title: str
+    status: Status
+    detail: str
+    remediation: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ran(self) -> bool:
+        return any(self.counts.values())
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "check": self.check,
+            "title": self.title,
+            "status": str(self.status),
+            "detail": self.detail,
+            "remediation": self.remediation,
+            "counts": self.counts,
+        }
+
+
+def _short(nodeid: str) -> str:
+    return nodeid.split("::", 1)[-1]
+
+
+def skip_meaning(check: Check, message: str) -> tuple[Status, str]:
+    """What a skip reason means for this check: (status, remediation)."""
+    for rule in (*check.on_skip, *GENERIC_SKIP_RULES):
+        remediation = rule.match(message)
+        if remediation is not None:
+            return rule.status, remediation
+    return Status.SKIP, ""
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(i for i in items if i))
+
+
+def evaluate(check: Check, records: Sequence[TestRecord]) -> CheckResult:
+    mine = [r for r in records if check.covers(r.nodeid)]
+    counts = {o: sum(1 for r in mine if r.outcome == o) for o in ("passed", "failed", "skipped", "errors")}
+
+    def result(status: Status, detail: str, remediation: str = "") -> CheckResult:
+        return CheckResult(check.id, check.title, status, detail, remediation, counts)
+
+    if not mine:
+        return result(Status.SKIP, "no test of this check ran in this cell")
+    broken = [r for r in mine if r.outcome in ("failed", "errors")]
+    if broken:
+        first = broken[0]
+        detail = f"{len(broken)} of {len(mine)} failed; {_short(first.nodeid)}: {first.message}".strip()
+        return result(Status.FAIL, detail.rstrip(":"), check.on_fail)
+    skipped = [r for r in mine if r.outcome == "skipped"]
+    meanings = [(r, *skip_meaning(check, r.message)) for r in skipped]
+    mattering = [(r, s, fix) for r, s, fix in meanings if s >= Status.WARN]
+    passed = counts["passed"]
+    if mattering:
+        worst = max(s for _, s, _ in mattering)
+        status = Status.WARN if passed else worst
+        reasons = "; ".join(_unique(r.message for r, _, _ in mattering))
+        prefix = f"{passed} of {len(mine)} passed, {len(mattering)} skipped: " if passed else "skipped: "
+        return result(status, prefix + reasons, " ".join(_unique(fix for _, _, fix in mattering)))
+    if not passed:
+        return result(Status.SKIP, "not applicable: " + "; ".join(_unique(r.message for r in skipped)))
+    extra = f" ({len(skipped)} not applicable here)" if skipped else ""
+    return result(Status.PASS, f"{passed} of {len(mine)} passed{extra}")
+
+
+def evaluate_cell(records: Sequence[TestRecord], checks: Sequence[Check] = CHECKS) -> list[CheckResult]:
+    return [evaluate(c, records) for c in checks]
+
+
+def uncovered(records: Iterable[TestRecord], checks: Sequence[Check] = CHECKS) -> list[str]:
+    """Suite tests no check looks at (the report lists them, so CHECKS stays complete)."""
+    return [
+        r.nodeid
+        for r in records
+        if r.nodeid.startswith("suites/") and not any(c.covers(r.nodeid) for c in checks)
+    ]
