@@ -11,7 +11,9 @@ RBAC, the cell's feature gates and runtime-config. Usable without pytest:
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -135,6 +137,15 @@ class LocalCluster:
 
     def start_component(self, component: str) -> None:
         self._start_component(component)
+
+    def pause_component(self, component: str) -> None:
+        """SIGSTOP the component's process group: it keeps its sockets but answers nothing
+        (a hung etcd or apiserver), until resume_component. Unlike restart("etcd"), which
+        starts etcd on an empty data dir, the data survives."""
+        os.killpg(self.components[component].pid, signal.SIGSTOP)
+
+    def resume_component(self, component: str) -> None:
+        os.killpg(self.components[component].pid, signal.SIGCONT)
 
     def check_running(self) -> None:
         for proc in self.components.values():

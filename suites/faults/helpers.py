@@ -1,0 +1,55 @@
+"""What every fault test checks after its fault: nothing lost, nothing promised twice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from harness import builders as b
+from harness.invariants import check_cluster
+from harness.kube import Kube, Obj
+from harness.pods import allocated_devices, scheduling_message, unschedulable_reasons, wait_unschedulable
+from harness.waits import TIMEOUTS, wait_for
+
+RESOURCE_V1 = "resource.k8s.io/v1"
+
+
+def legacy_pod(name: str, namespace: str, resource: str, gpus: int, selector: Mapping[str, str]) -> Obj:
+    """An unchanged workload: `limits: {nvidia.com/gpu: N}`, bridged to DRA by the class."""
+    return b.pod(
+        name, namespace, node_selector=selector, containers=[b.container(limits={resource: str(gpus)})]
+    )
+
+
+def allocations(kube: Kube, namespace: str) -> dict[str, tuple[str, list[tuple[str, str, str]]]]:
+    """claim name -> (uid, sorted allocated devices) for every claim of the namespace."""
+    return {
+        c["metadata"]["name"]: (
+            c["metadata"]["uid"],
+            sorted((r["driver"], r["pool"], r["device"]) for r in allocated_devices(c)),
+        )
+        for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)
+    }
+
+
+def allocated(kube: Kube, namespace: str) -> list[tuple[str, str, str]]:
+    return sorted(d for _, devices in allocations(kube, namespace).values() for d in devices)
+
+
+def settled(kube: Kube, namespace: str, running: Iterable[str], after: str) -> None:
+    """Wait until every invariant holds: no device allocated twice, reservations match live
+    pods, no orphaned scheduler-created claim, the `running` pods Running."""
+    names = list(running)
+    wait_for(
+        lambda: check_cluster(kube, [namespace], running=[(namespace, n) for n in names]),
+        lambda problems: problems == [],
+        timeout=TIMEOUTS.pod_running,
+        describe=f"cluster invariants after {after}",
+    )
+
+
+def assert_full(kube: Kube, namespace: str, resource: str, selector: Mapping[str, str], nodes: int) -> None:
+    """One more GPU is refused on the pool's `nodes` nodes: nothing was promised twice."""
+    kube.create(legacy_pod("one-too-many", namespace, resource, 1, selector))
+    pod = wait_unschedulable(kube, namespace, "one-too-many")
+    assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == nodes
+    kube.delete("v1", "Pod", "one-too-many", namespace)
