@@ -180,8 +180,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise HarnessError(f"--jobs must be at least 1, got {args.jobs}")
     if args.list:
-        for cell in cells:
-            print(cell.id)
+        if args.json:  # a CI job matrix: one runner per cell, merged by `report --merge`
+            print(json.dumps({"include": [{"cell": c.id, "slug": c.slug} for c in cells]}))
+        else:
+            print("\n".join(c.id for c in cells))
         return 0
     if versions != VERSIONS_FILE:
         raise HarnessError(f"--versions {args.versions} is for --list only: the suites read {VERSIONS_FILE}")
@@ -283,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     mx.add_argument("-n", "--xdist", type=int, default=0, help="pytest-xdist workers inside each cell")
     mx.add_argument("--suite", action="append", help="test paths per cell (default: suites)")
     mx.add_argument("--list", action="store_true", help="print the selected cells and exit")
+    mx.add_argument("--json", action="store_true", help="with --list: as a CI job matrix ({include: [...]})")
     mx.add_argument("--versions", help=argparse.SUPPRESS)
     mx.add_argument("--no-report", action="store_true", help="skip the readiness report")
     mx.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to every cell's pytest")

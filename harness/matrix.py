@@ -309,7 +309,7 @@ def _run_cell(
         events.put(run)
         return
     run.dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "DRA_HARNESS_RUN_DIR": str(run.dir / "clusters")}
+    env = {**os.environ, "DRA_HARNESS_RUN_DIR": str(run.dir / "clusters"), "PYTHONUNBUFFERED": "1"}
     env.pop("PYTEST_XDIST_WORKER", None)
     log = run.dir / "pytest.log"
     run.started = time.monotonic()

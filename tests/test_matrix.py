@@ -202,6 +202,13 @@ def test_list_prints_the_default_cells() -> None:
     assert (done.returncode, done.stdout.split()) == (0, list(DEFAULT_CELLS))
 
 
+def test_list_json_is_a_ci_job_matrix() -> None:
+    done = _cli("matrix", "--list", "--json", "--cells", "1.37/nvidia-v0.4/dra-all")
+    assert json.loads(done.stdout) == {
+        "include": [{"cell": "1.37/nvidia-v0.4/dra-all", "slug": "1.37_nvidia-v0.4_dra-all"}]
+    }
+
+
 def test_a_foreign_versions_file_is_for_list_only(tmp_path: Path) -> None:
     path = tmp_path / "versions.toml"
     path.write_text(GOOD)
