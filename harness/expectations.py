@@ -17,3 +17,12 @@ def implicit_name_alongside_explicit(version: Version) -> bool:
     "Always add the default mapping".
     """
     return version >= (1, 35)
+
+
+def extended_claim_blocks_owner_deletion(version: Version) -> bool:
+    """Does the scheduler-created claim's ownerReference to its pod set blockOwnerDeletion?
+
+    1.34.4: yes — dynamicresources.go builds the OwnerReference with BlockOwnerDeletion: true.
+    1.35.4+: no — extendeddynamicresources.go sets only APIVersion, Kind, Name, UID, Controller.
+    """
+    return version < (1, 35)

@@ -7,6 +7,8 @@ import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
+from harness.clusters.base import Cell
+from harness.expectations import extended_claim_blocks_owner_deletion
 from harness.kube import Kube
 from harness.pods import allocated_devices, claims_of, wait_phase
 from harness.verification import verify
@@ -18,7 +20,7 @@ pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
 
 @pytest.mark.bridged
 def test_legacy_gpu_request_gets_a_scheduler_created_claim(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=4)
     legacy = b.container(limits={driver.extended_resource: "2"})
@@ -30,15 +32,16 @@ def test_legacy_gpu_request_gets_a_scheduler_created_claim(
     meta = claim["metadata"]
     assert meta["generateName"] == "legacy-extended-resources-"
     assert meta["annotations"] == CLAIM_ANNOTATION
-    assert meta["ownerReferences"] == [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": "legacy",
-            "uid": pod["metadata"]["uid"],
-            "controller": True,
-        }
-    ]
+    owner = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "legacy",
+        "uid": pod["metadata"]["uid"],
+        "controller": True,
+    }
+    if extended_claim_blocks_owner_deletion(cell.number):
+        owner["blockOwnerDeletion"] = True
+    assert meta["ownerReferences"] == [owner]
     assert claim["spec"]["devices"]["requests"] == [
         {
             "name": "container-0-request-0",

@@ -34,7 +34,7 @@ def _scan(kubeconfig: Path, out: Path) -> tuple[int, str, dict[str, object]]:
 
 
 def _checks(report: dict[str, object]) -> set[tuple[str, str, str]]:
-    return {(f["severity"], f["check"], f["subject"]) for f in report["findings"]}  # type: ignore[attr-defined, index]
+    return {(f["severity"], f["check"], f["subject"]) for f in report["findings"]}  # type: ignore[attr-defined]
 
 
 @pytest.mark.feature_gate("DRAExtendedResource")
