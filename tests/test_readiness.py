@@ -394,3 +394,25 @@ def test_attention_groups_fail_and_warn_by_check_and_remediation_worst_first(tmp
         ("bridging", "WARN", ["1.37/nvidia-v0.4/dra-all", "1.36/nvidia-v0.4/dra-all"]),
     ]
     assert report.attention[0].remediation == CHECK_IDS["gang"].on_fail
+
+
+def test_a_long_failure_message_is_one_clipped_line() -> None:
+    message = "WaitTimeout: timed out\n" + "{'apiVersion': 'v1',   'kind': 'Pod'}\n" * 50
+    r = evaluate(CHECK_IDS["cluster"], [rec(SMOKE, "failed", message)])
+    assert "\n" not in r.detail
+    assert "  " not in r.detail
+    assert r.detail.endswith("…")
+    assert len(r.detail) < 400
+
+
+def test_an_improvement_carries_no_remediation(tmp_path: Path) -> None:
+    better = build_report([_cells(tmp_path)], bench=None).upgrades[1].changes[0]
+    assert (str(better.after), better.remediation) == ("PASS", "")
+
+
+def test_a_test_owned_by_another_check_is_excluded() -> None:
+    restart = "suites/faults/test_control_plane.py::test_etcd_stopped_briefly"
+    assert [c.id for c in CHECKS if c.covers(restart)] == ["control-plane-restarts"]
+    assert CHECK_IDS["faults"].covers(
+        "suites/faults/test_driver_and_nodes.py::test_node_deleted_under_running_pods"
+    )

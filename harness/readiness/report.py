@@ -343,9 +343,9 @@ def upgrades(cells: Sequence[CellReport]) -> list[Upgrade]:
             for a in after.results:
                 b = before.status(a.check)
                 if a.status != b.status:
-                    changes.append(
-                        Change(a.check, a.title, b.status, a.status, a.detail, a.remediation or b.remediation)
-                    )
+                    # What to do is the new cell's remediation; nothing when it got better.
+                    fix = a.remediation if a.status >= Status.WARN else ""
+                    changes.append(Change(a.check, a.title, b.status, a.status, a.detail, fix))
             out.append(
                 Upgrade(
                     personality,
