@@ -416,3 +416,17 @@ def test_a_test_owned_by_another_check_is_excluded() -> None:
     assert CHECK_IDS["faults"].covers(
         "suites/faults/test_driver_and_nodes.py::test_node_deleted_under_running_pods"
     )
+
+
+def test_a_check_run_on_one_side_only_is_not_compared() -> None:
+    cells = [
+        CellReport(f"{m}/p/dra-all", m, "p", "dra-all", summary(m, "p", *r), "", evaluate_cell(r))
+        for m, r in (("1.36", [rec(SMOKE), rec(GANG, "failed", "x")]), ("1.37", [rec(SMOKE)]))
+    ]
+    (change,) = upgrades(cells)[0].changes
+    assert (change.check, change.before_ran, change.after_ran, change.direction) == (
+        "gang",
+        True,
+        False,
+        "not compared",
+    )

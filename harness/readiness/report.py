@@ -88,10 +88,14 @@ class Change:
     after: Status
     detail: str
     remediation: str
+    before_ran: bool = True
+    after_ran: bool = True
 
     @property
     def direction(self) -> str:
-        if self.after == Status.SKIP or self.before == Status.SKIP:
+        if not (self.before_ran and self.after_ran):
+            return "not compared"  # the check's tests ran on one side only
+        if Status.SKIP in (self.before, self.after):
             return "changes"
         return "improves" if self.after < self.before else "regresses"
 
@@ -206,6 +210,8 @@ class Report:
                             "before": str(ch.before),
                             "after": str(ch.after),
                             "direction": ch.direction,
+                            "before_ran": ch.before_ran,
+                            "after_ran": ch.after_ran,
                             "detail": ch.detail,
                             "remediation": ch.remediation,
                         }
@@ -345,7 +351,7 @@ def upgrades(cells: Sequence[CellReport]) -> list[Upgrade]:
                 if a.status != b.status:
                     # What to do is the new cell's remediation; nothing when it got better.
                     fix = a.remediation if a.status >= Status.WARN else ""
-                    changes.append(Change(a.check, a.title, b.status, a.status, a.detail, fix))
+                    changes.append(Change(a.check, a.title, b.status, a.status, a.detail, fix, b.ran, a.ran))
             out.append(
                 Upgrade(
                     personality,
