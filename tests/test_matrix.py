@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,32 @@ def test_display_on_a_terminal_redraws_a_status_table() -> None:
     assert text.count("1.37/p/dra-all") == 2
     assert "\x1b[2F\x1b[J" in text  # the second table replaces the first
     assert " 42%" in text
+
+
+def test_missing_control_planes_are_built_first_with_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.controlplane.build as build
+    from harness.matrix import ensure_builds
+
+    built: list[str] = []
+
+    def fake_build(minor: object, progress: Callable[[str], None]) -> Path:
+        name = getattr(minor, "name", "")
+        progress(f"k8slocal {name}: 10/20 packages, 5s")
+        built.append(name)
+        return Path(f"/cache/{name}/k8slocal")
+
+    monkeypatch.setattr(build, "ensure_controlplane", fake_build)
+    monkeypatch.setattr(build, "ensure_kwok", lambda matrix, progress: Path("/cache/kwok"))
+    monkeypatch.setattr(build, "binary_path", lambda minor: Path("/nonexistent") / minor.name)
+    lines: list[str] = []
+    cells = [Cell("1.36", "p", "dra-all"), Cell("1.37", "p", "dra-all"), Cell("1.36", "q", "dra-all")]
+    ensure_builds(load_matrix(), cells, lines.append)
+    assert built == ["1.37", "1.36"]
+    assert lines == [
+        "control plane v1.37.2: building",
+        "k8slocal 1.37: 10/20 packages, 5s",
+        "control plane v1.37.2: /cache/1.37/k8slocal",
+        "control plane v1.36.3: building",
+        "k8slocal 1.36: 10/20 packages, 5s",
+        "control plane v1.36.3: /cache/1.36/k8slocal",
+    ]
