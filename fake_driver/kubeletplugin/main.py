@@ -1,0 +1,138 @@
+"""``python -m fake_driver.kubeletplugin``: the plugin process of the fake driver's DaemonSet.
+
+    python -m fake_driver.kubeletplugin --node-name "$NODE_NAME" --fleet /etc/fake-driver/fleet.yaml
+
+The node's pool: the fleet's entry for the node, else the pool named by the Node's
+``dra-harness.io/pool`` label (kind workers are labelled by pool), else ``--pool``. On start
+it publishes the node's ResourceSlices (as the node's own identity: the admission policy lets
+it write only slices of its node), serves the kubelet's sockets, and runs until SIGTERM.
+``--claims-file`` serves claims from a JSON file instead of the API (no cluster at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fake_driver import apilimits
+from fake_driver.errors import FakeDriverError
+from fake_driver.fleet import Fleet, NodeSpec, load_fleet
+from fake_driver.kube import as_rest, server_minor
+from fake_driver.kubeletplugin.plugin import ApiClaimSource, ClaimSource, KubeletPlugin, StaticClaimSource
+from fake_driver.kubeletplugin.server import (
+    DEFAULT_PLUGINS_DIR,
+    DEFAULT_REGISTRY_DIR,
+    DEFAULT_SUPPORTED_VERSIONS,
+    PluginServer,
+)
+
+PROG = "fake_driver.kubeletplugin"
+POOL_LABEL = "dra-harness.io/pool"
+DEFAULT_CDI_ROOT = Path("/var/run/cdi")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description="Kubelet DRA plugin of the fake driver.")
+    ap.add_argument("--node-name", default=os.environ.get("NODE_NAME"), help="default: $NODE_NAME")
+    ap.add_argument("--fleet", required=True, type=Path, help="fleet YAML file")
+    ap.add_argument("--pool", help="fleet pool of this node when neither the fleet nor a node label names it")
+    ap.add_argument("--minor", help="API server minor, e.g. 1.37 (default: ask /version)")
+    ap.add_argument("--kubeconfig", help="default: in-cluster service account, else $KUBECONFIG")
+    ap.add_argument("--claims-file", type=Path, help="JSON list of ResourceClaims instead of the API")
+    ap.add_argument("--registry-dir", type=Path, default=DEFAULT_REGISTRY_DIR)
+    ap.add_argument("--plugins-dir", type=Path, default=DEFAULT_PLUGINS_DIR)
+    ap.add_argument("--cdi-root", type=Path, default=DEFAULT_CDI_ROOT)
+    ap.add_argument("--faults-file", type=Path, help="JSON faults, re-read on every call")
+    ap.add_argument(
+        "--supported-versions",
+        default=",".join(DEFAULT_SUPPORTED_VERSIONS),
+        help="GetInfo supported_versions, in preference order",
+    )
+    ap.add_argument("--no-publish", action="store_true", help="do not publish ResourceSlices")
+    return ap
+
+
+def _api_client(kubeconfig: str | None) -> Any:
+    from kubernetes import client, config
+
+    try:
+        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+            return client.ApiClient()
+        return config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except Exception as e:  # the kubernetes package raises bare exceptions for config problems
+        raise FakeDriverError(f"cannot load kubeconfig: {' '.join(str(e).split())}") from None
+
+
+def resolve_node(fleet: Fleet, name: str, label_pool: str | None, pool: str | None) -> NodeSpec:
+    """The node's spec: listed in the fleet, or a node of the pool its label (or --pool) names."""
+    if name in fleet.node_names:
+        return fleet.node(name)
+    wanted = label_pool or pool
+    for p in fleet.pools:
+        if p.name == wanted:
+            return NodeSpec(name, dataclasses.replace(p, node_names=(name,)))
+    pools = ", ".join(p.name for p in fleet.pools)
+    raise FakeDriverError(
+        f"node {name!r} is not in the fleet and names no pool of it "
+        f"(label {POOL_LABEL}={label_pool!r}, --pool={pool!r}); pools: {pools}"
+    )
+
+
+def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.node_name:
+        raise FakeDriverError("--node-name (or $NODE_NAME) is required")
+    fleet = load_fleet(args.fleet)
+    versions = [v for v in (s.strip() for s in args.supported_versions.split(",")) if v]
+    claims: ClaimSource
+    api: Any = None
+    if args.claims_file is not None:
+        claims = StaticClaimSource.from_file(args.claims_file)
+        if not args.minor:
+            raise FakeDriverError("--claims-file needs --minor (there is no API server to ask)")
+        label_pool = None
+    else:
+        api = _api_client(args.kubeconfig)
+        claims = ApiClaimSource(api)
+        node_obj = as_rest(api).get(f"/api/v1/nodes/{args.node_name}") or {}
+        label_pool = (node_obj.get("metadata", {}).get("labels") or {}).get(POOL_LABEL)
+    minor = args.minor or server_minor(api)
+    node = resolve_node(fleet, args.node_name, label_pool, args.pool)
+    plugin = KubeletPlugin(
+        node,
+        apilimits.parse_minor(minor),
+        claims,
+        plugin_dir=args.plugins_dir / node.pool.personality.driver,
+        cdi_root=args.cdi_root,
+        faults_file=args.faults_file,
+    )
+    if api is not None and not args.no_publish:
+        from fake_driver.publisher import Publisher
+
+        result = Publisher(api, Fleet((node.pool,)), minor).publish_node(node.name)
+        print(f"{node.name}\t{result.action}\tgeneration={result.generation}\tslices={result.slices}")
+    stop = stop or threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with PluginServer(
+        plugin, registry_dir=args.registry_dir, plugins_dir=args.plugins_dir, supported_versions=versions
+    ) as server:
+        print(f"serving {server.dra_socket} (registration {server.registration_socket})", flush=True)
+        stop.wait()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except FakeDriverError as e:
+        sys.stderr.write(f"{PROG}: error: {' '.join(str(e).split())}\n")
+        return 2

@@ -1,0 +1,407 @@
+"""gRPC contract of the kubelet plugin: this test plays the kubelet on the plugin's unix sockets."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from fake_driver._generated import (
+    dra_v1_pb2,
+    dra_v1beta1_pb2,
+    pluginregistration_v1_pb2,
+)
+from fake_driver.fleet import Fleet, parse_fleet
+from fake_driver.kubeletplugin.checkpoint import CheckpointError
+from fake_driver.kubeletplugin.client import channel, dra_stub, registration_stub
+from fake_driver.kubeletplugin.plugin import ClaimRef, KubeletPlugin, StaticClaimSource
+from fake_driver.kubeletplugin.server import PluginServer, RegistrationStatus
+from fake_driver.slices import RenderedPool, render_node
+
+MINOR = (1, 37)
+DRIVER = "gpu.nvidia.com"
+FLEET = """
+pools:
+  - {name: h100, count: 1, profile: h100-80gb-hbm3, gpus: 2, personality: nvidia-v25.12}
+  - name: mig
+    count: 1
+    profile: h100-80gb-hbm3
+    gpus: 1
+    personality: nvidia-v25.12
+    mig: {mode: static, layout: [3g.40gb, 3g.40gb]}
+"""
+NODE = "h100-0"
+# CDI spec rules (cncf-tags/container-device-interface specs-go / pkg/parser): kind is
+# "<vendor>/<class>", device names are alphanumerics plus "_.:-", env entries are KEY=VALUE.
+CDI_KIND = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?/[a-zA-Z0-9]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
+CDI_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_.:-]*[a-zA-Z0-9])?$")
+ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Fleet:
+    return parse_fleet(FLEET)
+
+
+@pytest.fixture(scope="module")
+def rendered(fleet: Fleet) -> RenderedPool:
+    return render_node(fleet.node(NODE), MINOR)
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    # Short path: unix socket paths are limited to 107 bytes.
+    d = Path(tempfile.mkdtemp(prefix="kp-", dir="/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def claims() -> StaticClaimSource:
+    return StaticClaimSource()
+
+
+def make_plugin(fleet: Fleet, root: Path, claims: StaticClaimSource, node: str = NODE) -> KubeletPlugin:
+    return KubeletPlugin(
+        fleet.node(node),
+        MINOR,
+        claims,
+        plugin_dir=root / "plugins" / DRIVER,
+        cdi_root=root / "cdi",
+        faults_file=root / "faults.json",
+    )
+
+
+@pytest.fixture
+def server(fleet: Fleet, root: Path, claims: StaticClaimSource) -> Iterator[PluginServer]:
+    with PluginServer(
+        make_plugin(fleet, root, claims), registry_dir=root / "registry", plugins_dir=root / "plugins"
+    ) as s:
+        yield s
+
+
+def claim(uid: str, name: str, *devices: tuple[str, str], node: str = NODE, namespace: str = "ns") -> Any:
+    """A ResourceClaim allocated to (request, device) pairs on `node`, as the scheduler writes it."""
+    results = [{"request": r, "driver": DRIVER, "pool": node, "device": d} for r, d in devices]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"namespace": namespace, "name": name, "uid": uid},
+        "status": {"allocation": {"devices": {"results": results}}} if devices else {},
+    }
+
+
+def prepare(server: PluginServer, *refs: tuple[str, str], api: Any = dra_v1_pb2) -> Any:
+    with channel(server.dra_socket) as ch:
+        stub = dra_stub(ch, "v1" if api is dra_v1_pb2 else "v1beta1")
+        req = api.NodePrepareResourcesRequest(
+            claims=[api.Claim(namespace="ns", uid=uid, name=name) for uid, name in refs]
+        )
+        return stub.NodePrepareResources(req, timeout=10)
+
+
+def unprepare(server: PluginServer, *refs: tuple[str, str]) -> Any:
+    with channel(server.dra_socket) as ch:
+        stub = dra_stub(ch)
+        req = dra_v1_pb2.NodeUnprepareResourcesRequest(
+            claims=[dra_v1_pb2.Claim(namespace="ns", uid=uid, name=name) for uid, name in refs]
+        )
+        return stub.NodeUnprepareResources(req, timeout=10)
+
+
+def devices_of(resp: Any, uid: str) -> list[tuple[list[str], str, str, list[str]]]:
+    return [
+        (list(d.request_names), d.pool_name, d.device_name, list(d.cdi_device_ids))
+        for d in resp.claims[uid].devices
+    ]
+
+
+def cdi_specs(cdi_root: Path) -> dict[str, Any]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(cdi_root.glob("*.json"))}
+
+
+def resolve_cdi(cdi_root: Path, device_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Resolve a fully qualified CDI device ID the way a runtime does: (spec, device)."""
+    kind, _, name = device_id.partition("=")
+    for spec in cdi_specs(cdi_root).values():
+        if spec["kind"] == kind:
+            for d in spec["devices"]:
+                if d["name"] == name:
+                    return spec, d
+    raise AssertionError(f"CDI device {device_id} is in no spec under {cdi_root}")
+
+
+def check_cdi_spec(spec: dict[str, Any]) -> None:
+    assert set(spec) == {"cdiVersion", "kind", "devices", "containerEdits"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", spec["cdiVersion"])
+    assert CDI_KIND.match(spec["kind"]), spec["kind"]
+    assert spec["devices"], "a CDI spec needs at least one device"
+    for d in spec["devices"]:
+        assert CDI_NAME.match(d["name"]), d["name"]
+        assert all(ENV.match(e) for e in d["containerEdits"]["env"])
+    assert all(ENV.match(e) for e in spec["containerEdits"]["env"])
+
+
+def env(spec: dict[str, Any], device: dict[str, Any]) -> dict[str, str]:
+    """What a container gets: spec-level edits, then the device's own."""
+    pairs = [*spec["containerEdits"]["env"], *device["containerEdits"]["env"]]
+    return dict(e.split("=", 1) for e in pairs)
+
+
+# --- registration ----------------------------------------------------------------------------
+
+
+def test_registration_handshake(server: PluginServer, root: Path) -> None:
+    assert server.registration_socket == root / "registry" / f"{DRIVER}-reg.sock"
+    with channel(server.registration_socket) as ch:
+        stub = registration_stub(ch)
+        info = stub.GetInfo(pluginregistration_v1_pb2.InfoRequest(), timeout=10)
+        assert (info.type, info.name, info.endpoint, list(info.supported_versions)) == (
+            "DRAPlugin",
+            DRIVER,
+            str(root / "plugins" / DRIVER / "dra.sock"),
+            ["v1.DRAPlugin", "v1beta1.DRAPlugin"],
+        )
+        assert Path(info.endpoint).is_socket()
+        stub.NotifyRegistrationStatus(
+            pluginregistration_v1_pb2.RegistrationStatus(plugin_registered=True), timeout=10
+        )
+    assert server.wait_notified(5) == RegistrationStatus(True, "")
+
+
+def test_unsupported_versions_are_advertised_and_the_kubelet_refusal_recorded(
+    fleet: Fleet, root: Path, claims: StaticClaimSource
+) -> None:
+    refusal = "none of services supported by the plugin v9.DRAPlugin are supported by the kubelet"
+    with PluginServer(
+        make_plugin(fleet, root, claims),
+        registry_dir=root / "registry",
+        plugins_dir=root / "plugins",
+        supported_versions=["v9.DRAPlugin"],
+    ) as server:
+        assert server.wait_notified(0) is None
+        with channel(server.registration_socket) as ch:
+            stub = registration_stub(ch)
+            info = stub.GetInfo(pluginregistration_v1_pb2.InfoRequest(), timeout=10)
+            stub.NotifyRegistrationStatus(
+                pluginregistration_v1_pb2.RegistrationStatus(plugin_registered=False, error=refusal),
+                timeout=10,
+            )
+        assert list(info.supported_versions) == ["v9.DRAPlugin"]
+        assert server.wait_notified(5) == RegistrationStatus(False, refusal)
+    assert not server.registration_socket.exists()
+    assert not server.dra_socket.exists()
+
+
+# --- prepare / unprepare -----------------------------------------------------------------------
+
+
+def test_prepare_returns_the_allocated_device_and_its_cdi_spec(
+    server: PluginServer, claims: StaticClaimSource, rendered: RenderedPool, root: Path
+) -> None:
+    claims.put(claim("uid-1", "one-gpu", ("gpu", "gpu-1")))
+
+    resp = prepare(server, ("uid-1", "one-gpu"))
+
+    assert resp.claims["uid-1"].error == ""
+    assert devices_of(resp, "uid-1") == [(["gpu"], NODE, "gpu-1", [f"k8s.{DRIVER}/claim=uid-1-gpu-1"])]
+    spec, device = resolve_cdi(root / "cdi", f"k8s.{DRIVER}/claim=uid-1-gpu-1")
+    check_cdi_spec(spec)
+    assert list(cdi_specs(root / "cdi")) == [f"k8s.{DRIVER}-claim_uid-1.json"]
+    gpu1 = rendered.gpus[1].uuid
+    assert env(spec, device) == {
+        "NVIDIA_VISIBLE_DEVICES": gpu1,
+        "DRA_CLAIM": "ns/one-gpu",
+        "DRA_DEVICE_GPU_1": gpu1,
+    }
+
+
+def test_multi_device_claim_sees_every_gpu(
+    server: PluginServer, claims: StaticClaimSource, rendered: RenderedPool, root: Path
+) -> None:
+    claims.put(claim("uid-2", "two", ("a", "gpu-0"), ("b", "gpu-1")))
+
+    resp = prepare(server, ("uid-2", "two"))
+
+    assert [d[2] for d in devices_of(resp, "uid-2")] == ["gpu-0", "gpu-1"]
+    spec, device = resolve_cdi(root / "cdi", f"k8s.{DRIVER}/claim=uid-2-gpu-0")
+    check_cdi_spec(spec)
+    uuids = [g.uuid for g in rendered.gpus]
+    assert env(spec, device)["NVIDIA_VISIBLE_DEVICES"] == ",".join(uuids)
+    assert [d["containerEdits"]["env"] for d in spec["devices"]] == [
+        [f"DRA_DEVICE_GPU_0={uuids[0]}"],
+        [f"DRA_DEVICE_GPU_1={uuids[1]}"],
+    ]
+
+
+def test_static_mig_device_is_visible_by_its_mig_uuid(
+    fleet: Fleet, root: Path, claims: StaticClaimSource
+) -> None:
+    node = fleet.node("mig-0")
+    mig_dev = render_node(node, MINOR).slices[0]["spec"]["devices"][0]
+    assert mig_dev["attributes"]["type"] == {"string": "mig"}
+    claims.put(claim("uid-m", "mig", ("mig", mig_dev["name"]), node="mig-0"))
+    with PluginServer(
+        make_plugin(fleet, root, claims, node="mig-0"),
+        registry_dir=root / "registry",
+        plugins_dir=root / "plugins",
+    ) as server:
+        resp = prepare(server, ("uid-m", "mig"))
+    (dev_id,) = devices_of(resp, "uid-m")[0][3]
+    spec, device = resolve_cdi(root / "cdi", dev_id)
+    mig_uuid = mig_dev["attributes"]["uuid"]["string"]
+    assert mig_uuid.startswith("MIG-")
+    assert env(spec, device)["NVIDIA_VISIBLE_DEVICES"] == mig_uuid
+
+
+def test_prepare_twice_and_after_a_restart_returns_the_same_devices(
+    fleet: Fleet, server: PluginServer, claims: StaticClaimSource, root: Path
+) -> None:
+    claims.put(claim("uid-1", "one-gpu", ("gpu", "gpu-0")))
+    first = prepare(server, ("uid-1", "one-gpu"))
+    spec_file = root / "cdi" / f"k8s.{DRIVER}-claim_uid-1.json"
+    written = spec_file.read_text()
+
+    second = prepare(server, ("uid-1", "one-gpu"))
+
+    assert second == first
+    assert spec_file.read_text() == written
+    # A restarted plugin answers from its checkpoint, even with the claim gone from the API.
+    restarted = make_plugin(fleet, root, StaticClaimSource())
+    assert list(restarted.prepared) == ["uid-1"]
+    again = restarted.prepare([ClaimRef("ns", "uid-1", "one-gpu")])["uid-1"]
+    assert again.error == ""
+    assert [(d.pool, d.device, d.cdi_device_ids) for d in again.devices] == [
+        (NODE, "gpu-0", (f"k8s.{DRIVER}/claim=uid-1-gpu-0",))
+    ]
+
+
+def test_unprepare_twice_succeeds_and_removes_spec_and_checkpoint_entry(
+    server: PluginServer, claims: StaticClaimSource, root: Path
+) -> None:
+    claims.put(claim("uid-1", "one-gpu", ("gpu", "gpu-0")))
+    prepare(server, ("uid-1", "one-gpu"))
+    checkpoint = root / "plugins" / DRIVER / "checkpoint.json"
+    assert list(json.loads(checkpoint.read_text())["claims"]) == ["uid-1"]
+
+    for _ in range(2):
+        resp = unprepare(server, ("uid-1", "one-gpu"))
+        assert dict(resp.claims) == {"uid-1": dra_v1_pb2.NodeUnprepareResourceResponse(error="")}
+        assert cdi_specs(root / "cdi") == {}
+        assert json.loads(checkpoint.read_text()) == {"version": 1, "claims": {}}
+
+
+@pytest.mark.parametrize(
+    ("stored", "error"),
+    [
+        (None, "ResourceClaim ns/c not found"),
+        (
+            claim("other-uid", "c", ("gpu", "gpu-0")),
+            "ResourceClaim ns/c has UID other-uid, the kubelet asked for u",
+        ),
+        (claim("u", "c"), "ResourceClaim ns/c is not allocated"),
+        (
+            claim("u", "c", ("gpu", "gpu-0"), node="h100-9"),
+            "ResourceClaim ns/c: device h100-9/gpu-0 is not on node h100-0",
+        ),
+        (
+            claim("u", "c", ("gpu", "gpu-7")),
+            "ResourceClaim ns/c: device gpu-7 is not published on node h100-0",
+        ),
+    ],
+    ids=["unknown-claim", "recreated-claim", "not-allocated", "other-node", "unknown-device"],
+)
+def test_claims_that_cannot_be_prepared_get_an_error_and_nothing_is_written(
+    server: PluginServer, claims: StaticClaimSource, root: Path, stored: Any, error: str
+) -> None:
+    if stored is not None:
+        claims.put(stored)
+
+    resp = prepare(server, ("u", "c"))
+
+    assert list(resp.claims) == ["u"]
+    assert resp.claims["u"].error == error
+    assert list(resp.claims["u"].devices) == []
+    assert cdi_specs(root / "cdi") == {}
+
+
+def test_unprepare_of_an_unknown_claim_succeeds(server: PluginServer) -> None:
+    resp = unprepare(server, ("never-prepared", "x"))
+    assert dict(resp.claims) == {"never-prepared": dra_v1_pb2.NodeUnprepareResourceResponse(error="")}
+
+
+def test_v1beta1_service_prepares_the_same_devices(server: PluginServer, claims: StaticClaimSource) -> None:
+    claims.put(claim("uid-b", "beta", ("gpu", "gpu-1")))
+
+    resp = prepare(server, ("uid-b", "beta"), api=dra_v1beta1_pb2)
+
+    assert isinstance(resp, dra_v1beta1_pb2.NodePrepareResourcesResponse)
+    assert devices_of(resp, "uid-b") == [(["gpu"], NODE, "gpu-1", [f"k8s.{DRIVER}/claim=uid-b-gpu-1"])]
+
+
+def test_injected_claim_error_fails_only_that_claim(
+    server: PluginServer, claims: StaticClaimSource, root: Path
+) -> None:
+    claims.put(claim("uid-a", "a", ("gpu", "gpu-0")))
+    claims.put(claim("uid-b", "b", ("gpu", "gpu-1")))
+    (root / "faults.json").write_text(
+        json.dumps({"prepareErrors": {"ns/a": "injected: GPU fell off the bus"}})
+    )
+
+    resp = prepare(server, ("uid-a", "a"), ("uid-b", "b"))
+
+    assert resp.claims["uid-a"].error == "injected: GPU fell off the bus"
+    assert list(resp.claims["uid-a"].devices) == []
+    assert [d[2] for d in devices_of(resp, "uid-b")] == ["gpu-1"]
+    assert list(cdi_specs(root / "cdi")) == [f"k8s.{DRIVER}-claim_uid-b.json"]
+
+
+def test_injected_unprepare_error_keeps_the_claim_prepared(
+    server: PluginServer, claims: StaticClaimSource, root: Path
+) -> None:
+    claims.put(claim("uid-a", "a", ("gpu", "gpu-0")))
+    prepare(server, ("uid-a", "a"))
+    (root / "faults.json").write_text(json.dumps({"unprepareErrors": {"*": "injected: busy"}}))
+
+    resp = unprepare(server, ("uid-a", "a"))
+
+    assert resp.claims["uid-a"].error == "injected: busy"
+    assert list(cdi_specs(root / "cdi")) == [f"k8s.{DRIVER}-claim_uid-a.json"]
+    assert list(server.plugin.prepared) == ["uid-a"]
+
+
+def test_injected_grpc_error_fails_the_call_and_the_retry_succeeds(
+    server: PluginServer, claims: StaticClaimSource, root: Path
+) -> None:
+    claims.put(claim("uid-a", "a", ("gpu", "gpu-0")))
+    faults = root / "faults.json"
+    faults.write_text(json.dumps({"grpcError": "injected: plugin overloaded"}))
+
+    with pytest.raises(grpc.RpcError) as err:
+        prepare(server, ("uid-a", "a"))
+    call: Any = err.value
+    assert (call.code(), call.details()) == (grpc.StatusCode.UNAVAILABLE, "injected: plugin overloaded")
+    assert server.plugin.prepared == {}
+
+    faults.unlink()
+    assert [d[2] for d in devices_of(prepare(server, ("uid-a", "a")), "uid-a")] == ["gpu-0"]
+
+
+def test_unreadable_checkpoint_stops_the_plugin_with_one_line(
+    fleet: Fleet, root: Path, claims: StaticClaimSource
+) -> None:
+    path = root / "plugins" / DRIVER / "checkpoint.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"version": 2, "claims": {}}))
+
+    with pytest.raises(CheckpointError) as err:
+        make_plugin(fleet, root, claims)
+
+    assert str(err.value) == f"checkpoint {path} has version 2; this plugin reads version 1"
