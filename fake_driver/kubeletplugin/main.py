@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _api_client(kubeconfig: str | None) -> Any:
+def api_client(kubeconfig: str | None) -> Any:
     from kubernetes import client, config
 
     try:
@@ -100,7 +100,7 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
             raise FakeDriverError("--claims-file needs --minor (there is no API server to ask)")
         label_pool = None
     else:
-        api = _api_client(args.kubeconfig)
+        api = api_client(args.kubeconfig)
         claims = ApiClaimSource(api)
         node_obj = as_rest(api).get(f"/api/v1/nodes/{args.node_name}") or {}
         label_pool = (node_obj.get("metadata", {}).get("labels") or {}).get(POOL_LABEL)

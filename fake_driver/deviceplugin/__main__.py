@@ -1,0 +1,5 @@
+import sys
+
+from fake_driver.deviceplugin.main import main
+
+sys.exit(main())
