@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+import yaml
+
 from harness.clusters import health
 from harness.clusters.base import Cell
 from harness.clusters.kubeconfig import write_kubeconfig
@@ -61,8 +63,14 @@ class LocalCluster:
         run_dir: Path | None = None,
         keep_run_dir: bool = False,
         matrix: Matrix | None = None,
+        client_qps: int | None = None,
     ):
+        """`client_qps`: QPS and burst of the scheduler's and controller-manager's API clients;
+        None keeps the upstream defaults (scheduler 50/100, controller-manager 20/30).
+        Benchmarks raise it, as upstream scheduler_perf does, so client-side rate limiters
+        do not hide the cost being measured."""
         self.matrix = matrix or load_matrix()
+        self.client_qps = client_qps
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
         self.profile: GateProfile = self.minor.profile(profile or self.matrix.default_profile)
         self._own_run_dir = run_dir is None
@@ -308,11 +316,34 @@ class LocalCluster:
                 f"--cluster-signing-cert-file={pki.ca.cert}",
                 f"--cluster-signing-key-file={pki.ca.key}",
                 f"--cert-dir={run / 'controller-manager-certs'}",
+                *(
+                    [f"--kube-api-qps={self.client_qps}", f"--kube-api-burst={self.client_qps}"]
+                    if self.client_qps is not None
+                    else []
+                ),
                 *common,
             ]
         kc = run / "scheduler.kubeconfig"
+        if self.client_qps is not None:
+            config = run / "scheduler-config.yaml"
+            config.write_text(
+                yaml.safe_dump(
+                    {
+                        "apiVersion": "kubescheduler.config.k8s.io/v1",
+                        "kind": "KubeSchedulerConfiguration",
+                        "clientConnection": {
+                            "kubeconfig": str(kc),
+                            "qps": self.client_qps,
+                            "burst": self.client_qps,
+                        },
+                        "leaderElection": {"leaderElect": False},
+                    }
+                )
+            )
+            common = [c for c in common if not c.startswith("--leader-elect")]
+            common.append(f"--config={config}")
         return [
-            f"--kubeconfig={kc}",
+            *([] if self.client_qps is not None else [f"--kubeconfig={kc}"]),
             f"--authentication-kubeconfig={kc}",
             f"--authorization-kubeconfig={kc}",
             f"--secure-port={p.scheduler}",
