@@ -39,16 +39,24 @@ EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 SCAN_RBAC_RULES: list[Obj] = [
     {"apiGroups": [""], "resources": ["nodes", "pods", "resourcequotas"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["resource.k8s.io"],
-     "resources": ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"],
-     "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"],
+        "verbs": ["get", "list", "watch"],
+    },
     {"nonResourceURLs": ["/metrics", "/version"], "verbs": ["get"]},
 ]
 
 
 def scan_cluster_role(name: str) -> Obj:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-            "rules": SCAN_RBAC_RULES}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": SCAN_RBAC_RULES,
+    }
+
+
 DEVICE_PLUGIN_HINTS = ("device-plugin", "k8s-device-plugin")
 
 
