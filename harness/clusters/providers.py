@@ -28,7 +28,7 @@ def make_cluster(
             raise HarnessError("--cluster-provider existing needs --kubeconfig")
         return ExistingCluster(kubeconfig)
     if provider == "kind":
-        raise HarnessError(
-            "the kind provider is not available yet in this version of dra-harness; use local or existing"
-        )
+        from harness.clusters.kind import KindProvider
+
+        return KindProvider(minor, profile, run_dir=run_dir, keep=keep)
     raise HarnessError(f"unknown cluster provider {provider!r}; valid: {', '.join(PROVIDERS)}")

@@ -1,0 +1,228 @@
+"""The fake driver's manifests (deploy/manifests) against real API servers of every built minor:
+server-side dry run of all of them, and the admission policy applied for real, exercised with
+the kubelet plugin's own identity (a ServiceAccount token bound to a Node)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.clusters.base import Cell, Cluster
+from harness.clusters.local import LocalCluster
+from harness.controlplane.build import binary_path
+from harness.versions import REPO_ROOT, load_matrix
+from harness.waits import TIMEOUTS, wait_for
+
+MANIFESTS = REPO_ROOT / "deploy" / "manifests"
+KUBECTL = str(Path(sys.executable).parent / "kubectl")
+NAMESPACE = "dra-fake-driver"
+PLUGIN_SA = "fake-driver-kubelet-plugin"
+POLICY = "fake-driver-resourceslices"
+DRY_RUN_LINE = re.compile(r"^(\S+)/(\S+) (created|configured|unchanged) \(server dry run\)$")
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def ok(out: subprocess.CompletedProcess[str]) -> str:
+    assert out.returncode == 0, f"{out.args[3:]} failed: {out.stderr}"
+    return out.stdout
+
+
+@pytest.fixture(scope="module", params=sorted(load_matrix().minors))
+def target(
+    request: pytest.FixtureRequest, cluster: Cluster, cell: Cell, tmp_path_factory: Any
+) -> Iterator[Path]:
+    """A kubeconfig for a cluster of the param's minor: the session's, or a local one of our own."""
+    minor = load_matrix().minor(request.param)
+    if minor.name == cell.minor:
+        yield cluster.kubeconfig
+        return
+    if cluster.provider != "local":
+        pytest.skip(
+            f"{minor.name}: only the session's {cell.minor} cluster on the {cluster.provider} provider"
+        )
+    if not binary_path(minor).exists():
+        pytest.skip(f"{minor.name} is not built here (make controlplane K8S={minor.name})")
+    extra = LocalCluster(minor.name, "defaults", run_dir=tmp_path_factory.mktemp(f"deploy-{minor.name}"))
+    extra.start()
+    try:
+        yield extra.kubeconfig
+    finally:
+        extra.stop()
+
+
+def manifest_objects() -> list[dict[str, Any]]:
+    docs = [d for f in sorted(MANIFESTS.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    assert docs, f"no manifests under {MANIFESTS}"
+    return docs
+
+
+def test_manifests_pass_server_side_dry_run(target: Path) -> None:
+    ok(kubectl(target, "apply", "-f", str(MANIFESTS / "00-namespace.yaml")))  # namespaced dry runs need it
+
+    out = kubectl(target, "apply", "--dry-run=server", "-f", str(MANIFESTS))
+
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert all(DRY_RUN_LINE.match(line) for line in lines), lines
+    applied = sorted((m.group(1).split(".")[0], m.group(2)) for m in map(DRY_RUN_LINE.match, lines) if m)
+    expected = sorted((d["kind"].lower(), d["metadata"]["name"]) for d in manifest_objects())
+    assert applied == expected
+
+
+def slice_doc(name: str, node: str | None) -> str:
+    spec: dict[str, Any] = {
+        "driver": "vap.dra-harness.io",
+        "pool": {"name": node or "cluster", "generation": 1, "resourceSliceCount": 1},
+        "devices": [],
+    }
+    if node is None:
+        spec["allNodes"] = True
+    else:
+        spec["nodeName"] = node
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    return json.dumps(body)
+
+
+def token_kubeconfig(admin: Path, token: str, path: Path) -> Path:
+    """The admin kubeconfig's cluster with a bearer-token user (no client certificate)."""
+    cfg = yaml.safe_load(admin.read_text())
+    ctx = next(c for c in cfg["contexts"] if c["name"] == cfg["current-context"])["context"]
+    cluster = next(c for c in cfg["clusters"] if c["name"] == ctx["cluster"])
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [cluster],
+                "users": [{"name": "plugin", "user": {"token": token}}],
+                "contexts": [{"name": "plugin", "context": {"cluster": cluster["name"], "user": "plugin"}}],
+                "current-context": "plugin",
+            }
+        )
+    )
+    return path
+
+
+def denial(out: subprocess.CompletedProcess[str]) -> str:
+    """The policy's message from a kubectl error, or the whole stderr if it is not a denial."""
+    m = re.search(
+        rf"ValidatingAdmissionPolicy '{POLICY}' with binding '{POLICY}' denied request: (.*)$", out.stderr
+    )
+    return m.group(1).strip() if m else f"<not denied: rc={out.returncode} {out.stderr.strip()}>"
+
+
+def test_admission_policy_lets_a_node_plugin_write_only_its_own_node_slices(
+    target: Path, cluster: Cluster, tmp_path: Path
+) -> None:
+    if cluster.provider == "existing":
+        pytest.skip("creates cluster-scoped objects and Nodes: not on someone else's cluster")
+    real = [MANIFESTS / f for f in ("00-namespace.yaml", "10-serviceaccounts.yaml", "20-rbac.yaml")]
+    real.append(MANIFESTS / "60-admission-policy.yaml")
+    suffix = uuid.uuid4().hex[:6]
+    node_a, node_b = f"vap-a-{suffix}", f"vap-b-{suffix}"
+    try:
+        for f in real:
+            ok(kubectl(target, "apply", "-f", str(f)))
+        for n in (node_a, node_b):
+            ok(
+                kubectl(
+                    target,
+                    "create",
+                    "-f",
+                    "-",
+                    stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}),
+                )
+            )
+        # The token a pod on node_a gets: bound to the Node, so the API server adds the
+        # authentication.kubernetes.io/node-name extra that the policy reads.
+        token = ok(
+            kubectl(
+                target,
+                "create",
+                "token",
+                PLUGIN_SA,
+                "-n",
+                NAMESPACE,
+                "--bound-object-kind",
+                "Node",
+                "--bound-object-name",
+                node_a,
+                "--duration",
+                "10m",
+            )
+        ).strip()
+        plugin = token_kubeconfig(target, token, tmp_path / "plugin.kubeconfig")
+        who = json.loads(ok(kubectl(plugin, "auth", "whoami", "-o", "json")))["status"]["userInfo"]
+        assert who["username"] == f"system:serviceaccount:{NAMESPACE}:{PLUGIN_SA}"
+        assert who["extra"]["authentication.kubernetes.io/node-name"] == [node_a]
+
+        # The binding takes effect asynchronously: probe with server-side dry runs (admission
+        # runs for them too) until the policy answers, so nothing is written meanwhile.
+        probe = wait_for(
+            lambda: kubectl(
+                plugin, "create", "--dry-run=server", "-f", "-", stdin=slice_doc(f"{node_b}-x", node_b)
+            ),
+            lambda out: out.returncode != 0,
+            timeout=TIMEOUTS.api_object,
+            describe="the admission policy to deny a slice of another node",
+        )
+        other_node = f"this user running on node '{node_a}' may not modify resourceslices on node '{node_b}'"
+        assert denial(probe) == other_node
+
+        assert (
+            denial(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"{node_b}-y", node_b))) == other_node
+        )
+        assert denial(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"all-{suffix}", None))) == (
+            f"this user running on node '{node_a}' may not modify cluster resourceslices"
+        )
+        ok(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"{node_a}-own", node_a)))
+        ok(kubectl(plugin, "delete", "resourceslice", f"{node_a}-own"))
+
+        # A token without a node (not from a pod on a node) may write nothing.
+        unbound = ok(
+            kubectl(target, "create", "token", PLUGIN_SA, "-n", NAMESPACE, "--duration", "10m")
+        ).strip()
+        nowhere = token_kubeconfig(target, unbound, tmp_path / "unbound.kubeconfig")
+        assert denial(kubectl(nowhere, "create", "-f", "-", stdin=slice_doc(f"{node_a}-z", node_a))) == (
+            "no node association found for user, this user must run in a pod on a node and "
+            "ServiceAccountTokenPodNodeInfo must be enabled"
+        )
+        # Only the plugin's identity is confined: the admin may still write any node's slice.
+        ok(
+            kubectl(
+                target, "create", "--dry-run=server", "-f", "-", stdin=slice_doc(f"{node_b}-admin", node_b)
+            )
+        )
+        # Least privilege: the plugin cannot read secrets, even in its own namespace.
+        forbidden = kubectl(plugin, "get", "secrets", "-n", NAMESPACE)
+        assert forbidden.returncode != 0
+        assert "Forbidden" in forbidden.stderr
+    finally:
+        for n in (node_a, node_b):
+            kubectl(target, "delete", "node", n, "--ignore-not-found", "--wait=false")
+        for f in reversed(real):
+            kubectl(target, "delete", "-f", str(f), "--ignore-not-found", "--wait=false")
