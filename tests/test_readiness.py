@@ -185,6 +185,7 @@ def _cells(tmp_path: Path) -> Path:
         write_summary(run / "cells" / slug / "summary.json", s)
     matrix = {
         "run_id": "x",
+        "wall_seconds": 123.4,
         "cells": [
             {
                 "id": s.cell["minor"] + "/" + s.cell["personality"] + "/dra-all",
@@ -278,14 +279,62 @@ BENCH = {
 }  # fmt: skip
 
 
-def test_cost_section_reads_the_bench_json(tmp_path: Path) -> None:
+def test_cost_section_reads_the_plain_bench_json(tmp_path: Path) -> None:
     path = tmp_path / "scale.json"
     path.write_text(json.dumps(BENCH))
-    cost = load_cost(path, explicit=True)
+    cost = load_cost([path])
     assert cost is not None
     assert cost["metrics"] == ["schedule all (s)", "apiserver CPU (s)", "objects written"]
     assert [r["scenario"] for r in cost["rows"]] == ["device plugin", "DRA extended resource"]
-    assert load_cost(tmp_path / "absent.json", explicit=False) is None
+    assert load_cost([]) is None
+
+
+SCALE = {
+    "kubernetes": "1.37",
+    "nodes": 50,
+    "pods": 200,
+    "modes": {
+        "legacy": {
+            "median": {
+                "avg_pods_per_s": 83.35,
+                "p50": 46.0,
+                "etcd_growth_bytes": 1435648.0,
+                "claims_created": 0.0,
+            },
+            "cv_percent": {"avg_pods_per_s": 28.3},
+            "ratio_to_legacy": {"avg_pods_per_s": 1.0},
+        },
+        "bridged": {
+            "median": {
+                "avg_pods_per_s": 40.0,
+                "p50": 38.0,
+                "etcd_growth_bytes": 3000000.0,
+                "claims_created": 200.0,
+            },
+            "cv_percent": {"avg_pods_per_s": 5.0},
+            "ratio_to_legacy": {"avg_pods_per_s": 0.48, "etcd_growth_bytes": 2.09},
+        },
+    },
+}
+
+
+def test_cost_section_reads_bench_scale_py_output(tmp_path: Path) -> None:
+    path = tmp_path / "scale-1.37.json"
+    path.write_text(json.dumps(SCALE))
+    cost = load_cost([path])
+    assert cost is not None
+    bridged = cost["rows"][1]
+    assert (bridged["cell"], bridged["nodes"], bridged["pods"]) == ("1.37", 50, 200)
+    assert bridged["scenario"] == "bridged: DRA, unchanged pods: nvidia.com/gpu mapped by a DeviceClass"
+    assert bridged["metrics"] == {
+        "pods/s": 40.0,
+        "pods/s p50 (1s windows)": 38.0,
+        "etcd growth (MB)": 3.0,
+        "claims created": 200.0,
+        "pods/s vs legacy (x)": 0.48,
+        "etcd growth vs legacy (x)": 2.09,
+        "pods/s CV (%)": 5.0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -293,16 +342,32 @@ def test_cost_section_reads_the_bench_json(tmp_path: Path) -> None:
     [
         "not json",
         "{}",
+        "[]",
         '{"rows": 3}',
         '{"rows": [{"nodes": 1}]}',
         '{"rows": [{"scenario": "x", "metrics": {"a": "b"}}]}',
+        '{"modes": {"legacy": {}}, "kubernetes": "1.37"}',
+        '{"modes": {"legacy": {"median": {"p50": 1}}}}',
     ],
 )
 def test_a_broken_bench_json_is_one_error(tmp_path: Path, text: str) -> None:
     path = tmp_path / "scale.json"
     path.write_text(text)
     with pytest.raises(ReportError, match=r"is not a scale benchmark JSON"):
-        load_cost(path, explicit=True)
+        load_cost([path])
+
+
+def test_tests_no_check_names_get_an_other_check_per_area(tmp_path: Path) -> None:
+    new = "suites/newarea/test_x.py::test_y"
+    d = tmp_path / "c"
+    write_summary(d / "summary.json", summary("1.37", "p", rec(SMOKE), rec(new, "failed", "boom")))
+    report = build_report([d], bench=None)
+    assert [c.id for c in report.checks][-1] == "other-newarea"
+    result = report.cells[0].status("other-newarea")
+    assert (str(result.status), result.detail) == ("FAIL", "1 of 1 failed; test_y: boom")
+    assert report.notes == [
+        "1.37/p/dra-all: 1 test(s) belong to no check, e.g. suites/newarea/test_x.py::test_y"
+    ]
 
 
 def test_render_writes_html_markdown_and_json_with_the_same_statuses(tmp_path: Path) -> None:
@@ -322,6 +387,9 @@ def test_render_writes_html_markdown_and_json_with_the_same_statuses(tmp_path: P
         assert "set extendedResourceName: nvidia.com/gpu" in text
         assert "DRA extended resource" in text
     assert "| gang | PASS | PASS | PASS | FAIL |" in md
+    assert "| accounting | \u2013 | \u2013 | \u2013 | \u2013 |" in md  # no test of it ran
+    assert "matrix run x: 4 cell(s) in 123s wall" in md
+    assert "matrix run x: 4 cell(s) in 123s wall" in html
     assert data["heatmap"]["1.36/nvidia-v25.12/dra-all"]["gang"] == "FAIL"
     assert data["cost"]["rows"][1]["metrics"] == {"schedule all (s)": 63.25, "objects written": 2000.0}
 

@@ -5,7 +5,9 @@ consecutive minors, and the scale benchmark's cost comparison when present.
 Written as readiness.html (one self-contained file: inline CSS, no scripts, no external URLs),
 readiness.md and readiness.json, from the jinja2 templates in reports/templates/.
 
-Scale benchmark input (reports/out/bench/scale.json, optional):
+Scale benchmark input (optional): every reports/out/bench/scale*.json, or --bench FILE, in
+bench/scale.py's format (scale-<minor>.json: {kubernetes, nodes, pods, modes: {plain|legacy|
+bridged|claims: {median, cv_percent, ratio_to_legacy}}}) or this plain one:
     {"title": str?, "generated": str?,
      "rows": [{"cell": "1.37/nvidia-v25.12/dra-all", "scenario": "device plugin" | ...,
                "nodes": int, "pods": int, "metrics": {"<name> (<unit>)": number, ...}}]}
@@ -24,12 +26,20 @@ from typing import Any
 import jinja2
 
 from harness.errors import HarnessError
-from harness.readiness.checks import CHECKS, Check, CheckResult, Status, evaluate_cell, uncovered
+from harness.readiness.checks import (
+    CHECKS,
+    Check,
+    CheckResult,
+    Status,
+    evaluate_cell,
+    fallback_checks,
+    uncovered,
+)
 from harness.reporting import CellSummary, merge_totals, read_summary
 from harness.versions import REPO_ROOT
 
 TEMPLATES = REPO_ROOT / "reports" / "templates"
-DEFAULT_BENCH = REPO_ROOT / "reports" / "out" / "bench" / "scale.json"
+DEFAULT_BENCH_DIR = REPO_ROOT / "reports" / "out" / "bench"
 
 
 class ReportError(HarnessError):
@@ -135,6 +145,7 @@ class Report:
     cost: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
     checks: Sequence[Check] = CHECKS
+    runs: list[dict[str, Any]] = field(default_factory=list)  # matrix.json of each run given
 
     @property
     def totals(self) -> dict[str, int]:
@@ -221,6 +232,7 @@ class Report:
                 for u in self.upgrades
             ],
             "cost": self.cost,
+            "runs": self.runs,
             "notes": self.notes,
         }
 
@@ -237,6 +249,21 @@ def _matrix_json(run_dir: Path) -> dict[str, dict[str, Any]]:
         data = json.loads(path.read_text())
         return {c["id"]: c for c in data["cells"]}
     except (ValueError, KeyError, TypeError) as err:
+        raise ReportError(f"{path} is not a matrix.json: {err}") from None
+
+
+def _run_info(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "matrix.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        return {
+            "run_id": str(data.get("run_id", run_dir.name)),
+            "wall_seconds": float(data.get("wall_seconds", 0.0)),
+            "cells": len(data.get("cells", [])),
+        }
+    except (ValueError, TypeError, AttributeError) as err:
         raise ReportError(f"{path} is not a matrix.json: {err}") from None
 
 
@@ -257,7 +284,7 @@ def find_summaries(dirs: Sequence[Path]) -> list[Path]:
     return found
 
 
-def load_cells(dirs: Sequence[Path]) -> tuple[list[CellReport], list[str]]:
+def load_cells(dirs: Sequence[Path]) -> tuple[list[CellReport], list[str], list[Check]]:
     cells: dict[str, CellReport] = {}
     notes: list[str] = []
     for path in find_summaries(dirs):
@@ -281,7 +308,7 @@ def load_cells(dirs: Sequence[Path]) -> tuple[list[CellReport], list[str]]:
             c["profile"],
             summary,
             str(path.parent),
-            evaluate_cell(summary.tests),
+            [],
             meta.get("exit_code"),
             meta.get("state", ""),
         )
@@ -294,42 +321,108 @@ def load_cells(dirs: Sequence[Path]) -> tuple[list[CellReport], list[str]]:
                 why = f"{meta.get('state', '?')}, exit {meta.get('exit_code')}"
                 note = f": {meta['note']}" if meta.get("note") else ""
                 notes.append(f"cell {cid} wrote no summary.json ({why}){note}")
-    ordered = sorted(cells.values(), key=lambda c: (-c.number[1], c.personality, c.profile))
-    return ordered, notes
+    ordered = sorted(cells.values(), key=lambda x: (-x.number[1], x.personality, x.profile))
+    checks = [*CHECKS, *fallback_checks(t for x in ordered for t in x.summary.tests)]
+    for report in ordered:
+        report.results = evaluate_cell(report.summary.tests, checks)
+    return ordered, notes, checks
 
 
-def load_cost(path: Path | None, explicit: bool) -> dict[str, Any] | None:
-    if path is None or not path.is_file():
-        if explicit and path is not None:
-            raise ReportError(f"benchmark file {path} does not exist")
+# What each mode of bench/scale.py (harness/bench/scale.py) measures, for the cost table.
+SCALE_MODES = {
+    "plain": "CPU-only pods (baseline)",
+    "legacy": "device plugin: pods request nvidia.com/gpu",
+    "bridged": "DRA, unchanged pods: nvidia.com/gpu mapped by a DeviceClass",
+    "claims": "DRA ResourceClaimTemplate with a CEL selector",
+}
+# median key -> column, scale; ratio_to_legacy key -> column.
+SCALE_METRICS = (
+    ("avg_pods_per_s", "pods/s", 1.0),
+    ("p50", "pods/s p50 (1s windows)", 1.0),
+    ("api_objects_per_pod", "API objects/pod", 1.0),
+    ("etcd_growth_bytes", "etcd growth (MB)", 1e-6),
+    ("scheduler_cpu_s", "scheduler CPU (s)", 1.0),
+    ("peak_pending_pods", "peak pending pods", 1.0),
+    ("claims_created", "claims created", 1.0),
+)
+SCALE_RATIOS = (
+    ("avg_pods_per_s", "pods/s vs legacy (x)"),
+    ("scheduler_cpu_s", "scheduler CPU vs legacy (x)"),
+    ("etcd_growth_bytes", "etcd growth vs legacy (x)"),
+)
+
+
+def _scale_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """bench/scale.py's scale-<minor>.json: {kubernetes, nodes, pods, modes: {mode: {median,
+    cv_percent, ratio_to_legacy}}} -> cost rows, one per mode."""
+    rows = []
+    for mode, entry in data["modes"].items():
+        median, ratio = entry["median"], entry.get("ratio_to_legacy") or {}
+        metrics = {col: round(float(median[k]) * scale, 3) for k, col, scale in SCALE_METRICS if k in median}
+        metrics.update({col: float(ratio[k]) for k, col in SCALE_RATIOS if k in ratio})
+        cv = (entry.get("cv_percent") or {}).get("avg_pods_per_s")
+        if cv is not None:
+            metrics["pods/s CV (%)"] = float(cv)
+        rows.append(
+            {
+                "cell": str(data["kubernetes"]),
+                "scenario": f"{mode}: {SCALE_MODES.get(mode, mode)}",
+                "nodes": int(data.get("nodes", 0)),
+                "pods": int(data.get("pods", 0)),
+                "metrics": metrics,
+            }
+        )
+    return rows
+
+
+def _plain_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = data["rows"]
+    if not isinstance(rows, list):
+        raise TypeError("rows must be a list")
+    return [
+        {
+            "cell": str(row.get("cell", "")),
+            "scenario": str(row["scenario"]),
+            "nodes": int(row.get("nodes", 0)),
+            "pods": int(row.get("pods", 0)),
+            "metrics": {str(k): float(v) for k, v in (row.get("metrics") or {}).items()},
+        }
+        for row in rows
+    ]
+
+
+def bench_files(bench: Path | None) -> list[Path]:
+    """--bench FILE, or every reports/out/bench/scale*.json there is."""
+    if bench is not None:
+        if not bench.is_file():
+            raise ReportError(f"benchmark file {bench} does not exist")
+        return [bench]
+    return sorted(DEFAULT_BENCH_DIR.glob("scale*.json")) if DEFAULT_BENCH_DIR.is_dir() else []
+
+
+def load_cost(paths: Sequence[Path]) -> dict[str, Any] | None:
+    """The cost section from scale benchmark files (bench/scale.py's format, or the plain
+    {"rows": [...]} format in this module's docstring); None when there are none."""
+    rows: list[dict[str, Any]] = []
+    title, generated = "Scale benchmark", ""
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+            rows.extend(_scale_rows(data) if "modes" in data else _plain_rows(data))
+            title, generated = str(data.get("title", title)), str(data.get("generated", generated))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise ReportError(f"{path} is not a scale benchmark JSON: {type(err).__name__}: {err}") from None
+    if not rows:
         return None
-    try:
-        data = json.loads(path.read_text())
-        rows = data["rows"]
-        if not isinstance(rows, list):
-            raise TypeError("rows must be a list")
-        metrics: list[str] = []
-        clean = []
-        for row in rows:
-            values = {str(k): float(v) for k, v in (row.get("metrics") or {}).items()}
-            metrics.extend(k for k in values if k not in metrics)
-            clean.append(
-                {
-                    "cell": str(row.get("cell", "")),
-                    "scenario": str(row["scenario"]),
-                    "nodes": int(row.get("nodes", 0)),
-                    "pods": int(row.get("pods", 0)),
-                    "metrics": values,
-                }
-            )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise ReportError(f"{path} is not a scale benchmark JSON: {type(err).__name__}: {err}") from None
+    metrics: list[str] = []
+    for row in rows:
+        metrics.extend(k for k in row["metrics"] if k not in metrics)
     return {
-        "title": str(data.get("title", "Scale benchmark")),
-        "generated": str(data.get("generated", "")),
-        "source": str(path),
+        "title": title,
+        "generated": generated,
+        "source": ", ".join(str(p) for p in paths),
         "metrics": metrics,
-        "rows": clean,
+        "rows": rows,
     }
 
 
@@ -368,10 +461,11 @@ def upgrades(cells: Sequence[CellReport]) -> list[Upgrade]:
 def build_report(
     dirs: Sequence[Path], bench: Path | None = None, *, now: datetime.datetime | None = None
 ) -> Report:
-    cells, notes = load_cells(dirs)
-    cost = load_cost(bench if bench is not None else DEFAULT_BENCH, explicit=bench is not None)
+    cells, notes, checks = load_cells(dirs)
+    cost = load_cost(bench_files(bench))
     stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    return Report(stamp, [str(d) for d in dirs], cells, upgrades(cells), cost, notes)
+    runs = [info for d in dirs if (info := _run_info(d))]
+    return Report(stamp, [str(d) for d in dirs], cells, upgrades(cells), cost, notes, checks, runs)
 
 
 # ---- output --------------------------------------------------------------------------------
