@@ -73,6 +73,25 @@ def pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
+def legacy_pod(
+    name: str,
+    namespace: str,
+    resource: str,
+    count: int,
+    *,
+    node_selector: Mapping[str, str] | None = None,
+    **pod_options: Any,
+) -> Obj:
+    """An unchanged, device-plugin-era pod: `limits: {resource: count}` and nothing else."""
+    return pod(
+        name,
+        namespace,
+        node_selector=node_selector,
+        containers=[container(limits={resource: str(count)})],
+        **pod_options,
+    )
+
+
 def device_class(
     name: str,
     *,

@@ -212,7 +212,10 @@ def run_checks(
         *detect_bridge_unavailable(state.version, state.gates),
         *detect_double_stack(state.nodes, state.slices, state.classes, resource, gpu_drivers),
         *_device_plugin_daemonsets(state),
-        *detect_unmapped_legacy_requests(state.pods, state.classes, state.nodes),
+        # A pod on its way out is no finding.
+        *detect_unmapped_legacy_requests(
+            [p for p in state.pods if not p["metadata"].get("deletionTimestamp")], state.classes, state.nodes
+        ),
         *detect_selectors_matching_nothing(state.classes, state.slices, used),
         *_kubelet_skew(state),
         *detect_accounting_gaps(

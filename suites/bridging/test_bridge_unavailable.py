@@ -22,12 +22,7 @@ def test_legacy_request_stays_pending_without_the_bridge(
         pytest.skip(f"the bridge is available in {cell.minor}/{cell.profile} with {who}")
     pool = gpu_pool(nodes=1, gpus=8)
     kube.create(
-        b.pod(
-            "legacy",
-            namespace,
-            node_selector=pool.node_selector,
-            containers=[b.container(limits={driver.extended_resource: "1"})],
-        )
+        b.legacy_pod("legacy", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
     )
 
     pod = wait_unschedulable(kube, namespace, "legacy")

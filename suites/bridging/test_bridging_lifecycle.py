@@ -3,8 +3,6 @@ that appear late, and the implicit `deviceclass.resource.kubernetes.io/<class>` 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
@@ -12,7 +10,7 @@ from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
 from harness.expectations import implicit_name_alongside_explicit
-from harness.kube import Kube, Obj
+from harness.kube import Kube
 from harness.pods import (
     allocated_devices,
     claims_of,
@@ -26,23 +24,18 @@ from harness.waits import TIMEOUTS, assert_stays, wait_for
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
 
 
-def _gpu_pod(
-    name: str, namespace: str, resource: str, count: int, selector: dict[str, str], **kw: Any
-) -> Obj:
-    """An unchanged, legacy-style pod: `limits: {resource: count}` and nothing else."""
-    return b.pod(
-        name, namespace, node_selector=selector, containers=[b.container(limits={resource: str(count)})], **kw
-    )
-
-
 @pytest.mark.bridged
 def test_no_overcommit_and_the_waiting_pod_runs_once_devices_are_freed(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=2)
-    kube.create(_gpu_pod("full", namespace, driver.extended_resource, 2, pool.node_selector))
+    kube.create(
+        b.legacy_pod("full", namespace, driver.extended_resource, 2, node_selector=pool.node_selector)
+    )
     wait_phase(kube, namespace, "full", "Running")
-    kube.create(_gpu_pod("next", namespace, driver.extended_resource, 1, pool.node_selector))
+    kube.create(
+        b.legacy_pod("next", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
+    )
 
     pod = wait_unschedulable(kube, namespace, "next")
     assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
@@ -72,19 +65,21 @@ def test_scheduler_created_claim_is_released_when_the_pod_completes(
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=1)
     kube.create(
-        _gpu_pod(
+        b.legacy_pod(
             "job",
             namespace,
             driver.extended_resource,
             1,
-            pool.node_selector,
+            node_selector=pool.node_selector,
             annotations={OUTCOME_ANNOTATION: outcome},
         )
     )
     wait_phase(kube, namespace, "job", outcome)
 
     # The device is free again: a second pod needing the only GPU runs.
-    kube.create(_gpu_pod("after", namespace, driver.extended_resource, 1, pool.node_selector))
+    kube.create(
+        b.legacy_pod("after", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
+    )
     wait_phase(kube, namespace, "after", "Running")
     wait_for(
         lambda: claims_of(kube, namespace, "job"),
@@ -99,7 +94,7 @@ def test_pod_created_before_its_device_class_runs_once_the_class_appears(
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=1)
     late = f"late.dra-harness.io/gpu-{namespace.rsplit('-', 1)[1]}"
-    kube.create(_gpu_pod("early", namespace, late, 1, pool.node_selector))
+    kube.create(b.legacy_pod("early", namespace, late, 1, node_selector=pool.node_selector))
 
     pod = wait_unschedulable(kube, namespace, "early")
     assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {late}") == 1
@@ -124,15 +119,8 @@ def test_implicit_name_of_a_class_without_extended_resource_name(
     class_name = f"{namespace}-plain"
     try:
         kube.create(b.device_class(class_name, selectors=[f'device.driver == "{driver.driver}"']))
-        kube.create(
-            _gpu_pod(
-                "implicit",
-                namespace,
-                f"deviceclass.resource.kubernetes.io/{class_name}",
-                2,
-                pool.node_selector,
-            )
-        )
+        implicit = f"deviceclass.resource.kubernetes.io/{class_name}"
+        kube.create(b.legacy_pod("implicit", namespace, implicit, 2, node_selector=pool.node_selector))
 
         wait_phase(kube, namespace, "implicit", "Running")
 
@@ -153,7 +141,7 @@ def test_implicit_name_of_a_class_that_also_sets_extended_resource_name(
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=1)
     implicit = f"deviceclass.resource.kubernetes.io/{driver.device_class}"
-    kube.create(_gpu_pod("implicit", namespace, implicit, 1, pool.node_selector))
+    kube.create(b.legacy_pod("implicit", namespace, implicit, 1, node_selector=pool.node_selector))
 
     if implicit_name_alongside_explicit(cell.number):
         wait_phase(kube, namespace, "implicit", "Running")

@@ -155,12 +155,7 @@ def test_zero_request_creates_no_claim_and_no_status(
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=1)
     kube.create(
-        b.pod(
-            "zero",
-            namespace,
-            node_selector=pool.node_selector,
-            containers=[b.container(limits={driver.extended_resource: "0"})],
-        )
+        b.legacy_pod("zero", namespace, driver.extended_resource, 0, node_selector=pool.node_selector)
     )
 
     pod = wait_phase(kube, namespace, "zero", "Running")

@@ -45,12 +45,7 @@ def test_legacy_and_claim_pods_share_a_pool_without_exceeding_it(
         )
     )
     kube.create(
-        b.pod(
-            "legacy",
-            namespace,
-            node_selector=pool.node_selector,
-            containers=[b.container(limits={driver.extended_resource: "2"})],
-        )
+        b.legacy_pod("legacy", namespace, driver.extended_resource, 2, node_selector=pool.node_selector)
     )
     for name in ("claim-a", "claim-b"):
         kube.create(
@@ -65,12 +60,7 @@ def test_legacy_and_claim_pods_share_a_pool_without_exceeding_it(
     for name in ("legacy", "claim-a", "claim-b"):
         wait_phase(kube, namespace, name, "Running")
     kube.create(
-        b.pod(
-            "one-too-many",
-            namespace,
-            node_selector=pool.node_selector,
-            containers=[b.container(limits={driver.extended_resource: "1"})],
-        )
+        b.legacy_pod("one-too-many", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
     )
 
     pod = wait_unschedulable(kube, namespace, "one-too-many")
@@ -98,14 +88,7 @@ def test_device_plugin_pool_and_dra_pool_serve_the_same_name(
         ("on-dra", dra_pool.node_selector),
         ("on-both", both_pool.node_selector),
     ):
-        kube.create(
-            b.pod(
-                name,
-                namespace,
-                node_selector=selector,
-                containers=[b.container(limits={driver.extended_resource: "1"})],
-            )
-        )
+        kube.create(b.legacy_pod(name, namespace, driver.extended_resource, 1, node_selector=selector))
 
     pods = {name: wait_phase(kube, namespace, name, "Running") for name in ("on-dp", "on-dra", "on-both")}
 
@@ -181,12 +164,7 @@ def test_quota_counts_bridged_and_claimed_devices_under_all_three_names(
         describe="quota gpus observed by the quota controller",
     )
     kube.create(
-        b.pod(
-            "legacy",
-            namespace,
-            node_selector=pool.node_selector,
-            containers=[b.container(limits={driver.extended_resource: "2"})],
-        )
+        b.legacy_pod("legacy", namespace, driver.extended_resource, 2, node_selector=pool.node_selector)
     )
     wait_phase(kube, namespace, "legacy", "Running")
 

@@ -51,12 +51,7 @@ def test_both_stacks_on_the_same_gpus_over_promise_and_are_detected(
     claimed = [f"claim-{i}" for i in range(8)]
     for name in legacy:  # device-plugin path: the node advertises nvidia.com/gpu: 8
         kube.create(
-            b.pod(
-                name,
-                namespace,
-                node_selector=pool.node_selector,
-                containers=[b.container(limits={driver.extended_resource: "1"})],
-            )
+            b.legacy_pod(name, namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
         )
     for name in claimed:  # DRA path: the driver publishes the same 8 GPUs
         kube.create(
@@ -169,14 +164,7 @@ def test_class_without_extended_resource_name_leaves_legacy_pods_pending_until_i
     class_name = f"{namespace}-gpu"
     kube.create(b.device_class(class_name, selectors=[f'device.driver == "{driver.driver}"']))
     try:
-        kube.create(
-            b.pod(
-                "legacy",
-                namespace,
-                node_selector=pool.node_selector,
-                containers=[b.container(limits={legacy_name: "1"})],
-            )
-        )
+        kube.create(b.legacy_pod("legacy", namespace, legacy_name, 1, node_selector=pool.node_selector))
 
         pod = wait_unschedulable(kube, namespace, "legacy")
 
@@ -220,14 +208,7 @@ def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
         )
     )
     try:
-        kube.create(
-            b.pod(
-                "legacy",
-                namespace,
-                node_selector=pool.node_selector,
-                containers=[b.container(limits={legacy_name: "1"})],
-            )
-        )
+        kube.create(b.legacy_pod("legacy", namespace, legacy_name, 1, node_selector=pool.node_selector))
 
         pod = wait_unschedulable(kube, namespace, "legacy")
 
@@ -255,11 +236,8 @@ def test_node_allocatable_stops_telling_the_truth_after_migration(
     pool = gpu_pool(nodes=2, gpus=4)
     for i in range(3):
         kube.create(
-            b.pod(
-                f"legacy-{i}",
-                namespace,
-                node_selector=pool.node_selector,
-                containers=[b.container(limits={driver.extended_resource: "1"})],
+            b.legacy_pod(
+                f"legacy-{i}", namespace, driver.extended_resource, 1, node_selector=pool.node_selector
             )
         )
     kube.create(

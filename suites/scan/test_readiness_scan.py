@@ -12,11 +12,13 @@ import pytest
 import yaml
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
+from fixtures.namespace import TEST_LABEL
 from fixtures.scan import MakeKubeconfig
 from harness import builders as b
 from harness.kube import Kube
 from harness.pods import wait_phase, wait_unschedulable
 from harness.versions import REPO_ROOT
+from harness.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
 
@@ -31,6 +33,20 @@ def _scan(kubeconfig: Path, out: Path) -> tuple[int, str, dict[str, object]]:
     )
     report = json.loads(out.read_text()) if out.exists() else {}
     return done.returncode, done.stdout + done.stderr, report
+
+
+def _other_tests_gone(kube: Kube, namespace: str) -> None:
+    """The scan reads the whole cluster: wait until earlier tests' namespaces are deleted."""
+    wait_for(
+        lambda: [
+            n["metadata"]["name"]
+            for n in kube.list("v1", "Namespace", label_selector=TEST_LABEL)
+            if n["metadata"]["name"] != namespace
+        ],
+        lambda others: others == [],
+        timeout=TIMEOUTS.deletion,
+        describe="other tests' namespaces deleted",
+    )
 
 
 def _checks(report: dict[str, object]) -> set[tuple[str, str, str]]:
@@ -49,15 +65,11 @@ def test_a_healthy_migrated_pool_is_ready(
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=2)
     kube.create(
-        b.pod(
-            "legacy",
-            namespace,
-            node_selector=pool.node_selector,
-            containers=[b.container(limits={driver.extended_resource: "1"})],
-        )
+        b.legacy_pod("legacy", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
     )
     wait_phase(kube, namespace, "legacy", "Running")
     kubeconfig = service_account_kubeconfig(read=True)
+    _other_tests_gone(kube, namespace)
 
     code, output, report = _scan(kubeconfig, tmp_path / "scan.json")
 
@@ -91,15 +103,9 @@ def test_staged_failure_modes_are_each_found(
         )
     )
     try:
-        kube.create(
-            b.pod(
-                "unmapped",
-                namespace,
-                node_selector=dra.node_selector,
-                containers=[b.container(limits={unmapped: "1"})],
-            )
-        )
+        kube.create(b.legacy_pod("unmapped", namespace, unmapped, 1, node_selector=dra.node_selector))
         wait_unschedulable(kube, namespace, "unmapped")
+        _other_tests_gone(kube, namespace)
 
         code, output, report = _scan(service_account_kubeconfig(read=True), tmp_path / "scan.json")
 
