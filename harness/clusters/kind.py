@@ -169,6 +169,10 @@ class KindProvider:
             )
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(to_yaml(self.config()))
+        clusters = self.runner([str(kind), "get", "clusters"])
+        if self.name in clusters.stdout.split():  # kept by an earlier run: reuse it
+            export = ["export", "kubeconfig", "--name", self.name, "--kubeconfig", str(self.kubeconfig)]
+            self._check([str(kind), *export])
         from pytest_kind import KindCluster
 
         cwd = os.getcwd()
