@@ -1,6 +1,6 @@
 """Benchmark: DRA's cost to the scheduler and the API server (not a test).
 
-    python bench/scale.py [-k 1.37] [--nodes 500] [--pods 2000] [--reps 3] [--modes plain,legacy,bridged,claims]
+    python bench/scale.py [-k 1.37] [--nodes 500] [--pods 2000] [--reps 3] [--modes plain,legacy,...]
 
 Writes reports/out/bench/scale-<minor>.json (the readiness report's "cost shift" section)
 and prints the summary. See harness/bench/scale.py for what each mode does.
@@ -40,9 +40,19 @@ def main() -> int:
     summary = run(minor.name, args.nodes, args.pods, args.reps, modes, out)
     summary["wall_seconds"] = round(time.monotonic() - started, 1)
     out.write_text(json.dumps(summary, indent=2))
-    print(json.dumps({m: {"median": e["median"], "cv_percent": e["cv_percent"],
-                          **{k: v for k, v in e.items() if k.startswith("ratio")}}
-                      for m, e in summary["modes"].items()}, indent=1))
+    print(
+        json.dumps(
+            {
+                m: {
+                    "median": e["median"],
+                    "cv_percent": e["cv_percent"],
+                    **{k: v for k, v in e.items() if k.startswith("ratio")},
+                }
+                for m, e in summary["modes"].items()
+            },
+            indent=1,
+        )
+    )
     print(f"wall: {summary['wall_seconds']}s; written to {out}")
     return 0
 
