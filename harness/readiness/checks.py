@@ -207,7 +207,6 @@ CHECKS: tuple[Check, ...] = (
         ("suites/failure_modes/*::test_both_stacks_on_the_same_gpus*",),
         "exclude migrated nodes from the device-plugin DaemonSet (nodeAffinity on a label such as "
         "nvidia.com/dra=true) before the DRA driver publishes there: one mechanism per device",
-        (_BRIDGE_OFF,),
     ),
     Check(
         "unchanged-workloads",
@@ -225,7 +224,6 @@ CHECKS: tuple[Check, ...] = (
         ("suites/failure_modes/*::test_class_without_extended_resource_name*",),
         "add extendedResourceName: nvidia.com/gpu to the DeviceClass that selects the GPUs "
         "(exactly one class per name)",
-        (_BRIDGE_OFF,),
     ),
     Check(
         "selector-nothing",
