@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fake_driver import faults
 from fake_driver.faultstate import FAULTS_ANNOTATION
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
@@ -9,6 +11,7 @@ from harness.kube import Kube
 from suites.fake_driver.slices import device_names, node_slices, pools
 
 
+@pytest.mark.feature_gate("DRADeviceTaints")  # the v0.4 health taint is dropped without it
 def test_drop_attribute_taint_crash_wipe_and_recover(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p"), classes=False)
     n1, n2 = fleet.node_names

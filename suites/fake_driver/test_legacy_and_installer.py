@@ -67,6 +67,7 @@ def _nvidia_classes(kube: Kube) -> dict[str, str]:
 
 
 @pytest.mark.serial
+@pytest.mark.feature_gate("DRAExtendedResource")  # asserts the stored extendedResourceName
 def test_installer_refuses_gpu_mode_next_to_the_device_plugin(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, nodes=2, suffix="p"), classes=False, publish=False)
     _, n2 = fleet.node_names

@@ -79,6 +79,7 @@ def _devices(s: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(s["spec"].get("devices") or [], key=lambda d: d["name"])
 
 
+@pytest.mark.feature_gate("DRAExtendedResource")  # without it the server drops extendedResourceName
 @pytest.mark.parametrize(
     "personality", ["nvidia-v25.3", "nvidia-v25.8", "nvidia-v25.12", "nvidia-v0.4", "example-v0.4"]
 )

@@ -78,6 +78,7 @@ def test_change_bumps_generation_and_updates_in_place(kube: Kube, gpu_fleet: Mak
     assert device_names([new]) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
 
 
+@pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
 def test_layout_change_adds_and_removes_slices(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v0.4", suffix="p"), classes=False)
     [node] = fleet.node_names
@@ -163,6 +164,7 @@ def test_remove_all_on_stop_leaves_other_nodes_alone(
         kube.delete(SLICE_API, "ResourceSlice", other)
 
 
+@pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
 def test_rejected_slice_names_the_field_and_writes_nothing(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     # Rendered for 1.34 (counter sets and devices in one slice), sent to a newer server.
     fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v25.12", suffix="p"), classes=False, publish=False)
@@ -177,6 +179,7 @@ def test_rejected_slice_names_the_field_and_writes_nothing(kube: Kube, gpu_fleet
 
 
 @pytest.mark.min_version("1.35")
+@pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
 def test_failed_write_leaves_no_half_published_pool(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
