@@ -64,6 +64,7 @@ def test_unhealthy_device_removed_when_mode_overridden(kube: Kube, gpu_fleet: Ma
     assert device_names(node_slices(kube, node)) == ["gpu-0"]
 
 
+@pytest.mark.feature_gate("DRAPartitionableDevices")  # a multi-slice pool needs DynamicMIG here
 def test_stale_generation_leaves_one_slice_behind(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, mig="dynamic", suffix="p"), classes=False)
     [node] = fleet.node_names
