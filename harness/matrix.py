@@ -37,14 +37,6 @@ from harness.versions import REPO_ROOT, Matrix
 
 REPORTS = REPO_ROOT / "reports" / "out"
 
-# The cells `make matrix` / `dra-harness matrix` run when --cells is not given. One place;
-# it belongs in versions.toml (a `[matrix] default_cells` list) once that file grows one.
-DEFAULT_CELLS: tuple[str, ...] = (
-    "1.37/nvidia-v25.12/dra-all",
-    "1.37/nvidia-v0.4/dra-all",
-    "1.36/nvidia-v25.12/dra-all",
-    "1.36/nvidia-v0.4/dra-all",
-)
 DEFAULT_JOBS = 2
 
 
@@ -77,7 +69,7 @@ class Cell:
         parts = text.strip().split("/")
         if len(parts) != 3 or not all(parts):
             raise MatrixError(
-                f"cell {text!r} is not <minor>/<personality>/<profile>, e.g. {DEFAULT_CELLS[0]}"
+                f"cell {text!r} is not <minor>/<personality>/<profile>, e.g. 1.37/nvidia-v25.12/dra-all"
             )
         return cls(*parts)
 
@@ -109,11 +101,12 @@ def cells_from(
     matrix: Matrix, personalities: Iterable[str] = PERSONALITIES, filters: Sequence[str] | None = None
 ) -> list[Cell]:
     """The cells selected by `filters` (ids or fnmatch patterns, comma-separated allowed);
-    DEFAULT_CELLS when None, every runnable cell for "all". One-line MatrixError otherwise."""
+    versions.toml's [matrix] default_cells when None, every runnable cell for "all".
+    One-line MatrixError otherwise."""
     names = list(personalities)
     valid = all_cells(matrix, names)
     wanted: list[str] = []
-    for f in filters if filters is not None else DEFAULT_CELLS:
+    for f in filters if filters is not None else matrix.default_cells:
         wanted.extend(x.strip() for x in f.split(",") if x.strip())
     if not wanted:
         raise MatrixError(f"no cells given; {_valid_summary(matrix, names)}")

@@ -68,6 +68,7 @@ class Matrix:
     kwok_module: str
     kwok_version: str
     minors: dict[str, Minor]
+    default_cells: tuple[str, ...] = ()  # <minor>/<personality>/<profile>, for `make matrix`
 
     def minor(self, name: str) -> Minor:
         name = name.removeprefix("v")
@@ -141,6 +142,11 @@ def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
     if not minors:
         raise VersionsError(f"{source}: [minors] is empty")
     kind = _table(data, "kind", source)
+    cells = data.get("matrix", {}).get("default_cells", [])
+    if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
+        raise VersionsError(
+            f"{source}: [matrix] default_cells must be a list of <minor>/<personality>/<profile>"
+        )
     kwok = _table(data, "kwok", source)
     matrix = Matrix(
         default_minor=_str(data, "default_minor", source),
@@ -150,6 +156,7 @@ def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
         kwok_module=_str(kwok, "module", "kwok"),
         kwok_version=_str(kwok, "version", "kwok"),
         minors=minors,
+        default_cells=tuple(cells),
     )
     matrix.minor(matrix.default_minor).profile(matrix.default_profile)
     return matrix
