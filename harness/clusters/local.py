@@ -191,6 +191,7 @@ class LocalCluster:
             "system:kube-scheduler",
             pki.scheduler,
         )
+        shutil.rmtree(self.run_dir / "etcd", ignore_errors=True)  # a new cluster; restart() keeps the data
         self._start_component("etcd")
         self._start_component("kube-apiserver")
         for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
@@ -265,7 +266,6 @@ class LocalCluster:
         p, pki, run = self.ports, self.pki, self.run_dir
         if name == "etcd":
             data = run / "etcd"
-            shutil.rmtree(data, ignore_errors=True)
             peer = f"http://127.0.0.1:{p.etcd_peer}"
             return [
                 "--name=default",

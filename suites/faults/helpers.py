@@ -6,18 +6,11 @@ from collections.abc import Iterable, Mapping
 
 from harness import builders as b
 from harness.invariants import check_cluster
-from harness.kube import Kube, Obj
+from harness.kube import Kube
 from harness.pods import allocated_devices, scheduling_message, unschedulable_reasons, wait_unschedulable
 from harness.waits import TIMEOUTS, wait_for
 
 RESOURCE_V1 = "resource.k8s.io/v1"
-
-
-def legacy_pod(name: str, namespace: str, resource: str, gpus: int, selector: Mapping[str, str]) -> Obj:
-    """An unchanged workload: `limits: {nvidia.com/gpu: N}`, bridged to DRA by the class."""
-    return b.pod(
-        name, namespace, node_selector=selector, containers=[b.container(limits={resource: str(gpus)})]
-    )
 
 
 def allocations(kube: Kube, namespace: str) -> dict[str, tuple[str, list[tuple[str, str, str]]]]:
@@ -49,7 +42,7 @@ def settled(kube: Kube, namespace: str, running: Iterable[str], after: str) -> N
 
 def assert_full(kube: Kube, namespace: str, resource: str, selector: Mapping[str, str], nodes: int) -> None:
     """One more GPU is refused on the pool's `nodes` nodes: nothing was promised twice."""
-    kube.create(legacy_pod("one-too-many", namespace, resource, 1, selector))
+    kube.create(b.legacy_pod("one-too-many", namespace, resource, 1, node_selector=selector))
     pod = wait_unschedulable(kube, namespace, "one-too-many")
     assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == nodes
     kube.delete("v1", "Pod", "one-too-many", namespace)

@@ -21,7 +21,7 @@ from harness.pods import (
     wait_unschedulable,
 )
 from harness.waits import TIMEOUTS, assert_stays, wait_for
-from suites.faults.helpers import RESOURCE_V1, allocated, allocations, assert_full, legacy_pod, settled
+from suites.faults.helpers import RESOURCE_V1, allocated, allocations, assert_full, settled
 
 pytestmark = [pytest.mark.serial, pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]
 
@@ -62,7 +62,7 @@ def test_scheduler_restarted_with_work_queued(
         )
 
     for name in legacy[:3]:
-        kube.create(legacy_pod(name, namespace, gpu, 1, pool.node_selector))
+        kube.create(b.legacy_pod(name, namespace, gpu, 1, node_selector=pool.node_selector))
     claim_pod(templated[0])
     running = {
         n: wait_phase(kube, namespace, n, "Running")["metadata"]["uid"] for n in [*legacy[:3], templated[0]]
@@ -72,7 +72,7 @@ def test_scheduler_restarted_with_work_queued(
     local_cluster.stop_component("kube-scheduler")
     try:
         for name in legacy[3:]:
-            kube.create(legacy_pod(name, namespace, gpu, 1, pool.node_selector))
+            kube.create(b.legacy_pod(name, namespace, gpu, 1, node_selector=pool.node_selector))
         claim_pod(templated[1])
         assert [kube.get("v1", "Pod", n, namespace)["spec"].get("nodeName") for n in legacy[3:]] == [None] * 3
     finally:
@@ -131,7 +131,7 @@ def test_claim_left_by_a_killed_scheduler_strands_its_pod(
     )
     local_cluster.stop_component("kube-scheduler")
     try:
-        pod = kube.create(legacy_pod("stranded", namespace, gpu, 1, pool.node_selector))
+        pod = kube.create(b.legacy_pod("stranded", namespace, gpu, 1, node_selector=pool.node_selector))
         leftover = kube.create(
             {
                 "apiVersion": RESOURCE_V1,
@@ -196,7 +196,7 @@ def test_apiserver_restarted_under_running_workloads(
     gpu = driver.extended_resource
     pool = gpu_pool(nodes=1, gpus=4)
     for name in ("before-0", "before-1"):
-        kube.create(legacy_pod(name, namespace, gpu, 1, pool.node_selector))
+        kube.create(b.legacy_pod(name, namespace, gpu, 1, node_selector=pool.node_selector))
     before = {
         n: wait_phase(kube, namespace, n, "Running")["metadata"]["uid"] for n in ("before-0", "before-1")
     }
@@ -208,7 +208,7 @@ def test_apiserver_restarted_under_running_workloads(
     assert local_cluster.server == server  # same port: clients' kubeconfigs stay valid
     _client_recovers(kube, namespace, "a kube-apiserver restart")
     for name in ("after-0", "after-1"):
-        kube.create(legacy_pod(name, namespace, gpu, 1, pool.node_selector))
+        kube.create(b.legacy_pod(name, namespace, gpu, 1, node_selector=pool.node_selector))
     for name in ("after-0", "after-1"):
         wait_phase(kube, namespace, name, "Running")
     settled(kube, namespace, [*before, "after-0", "after-1"], "a kube-apiserver restart")
@@ -230,7 +230,7 @@ def test_etcd_stopped_briefly(
 ) -> None:
     gpu = driver.extended_resource
     pool = gpu_pool(nodes=1, gpus=2)
-    kube.create(legacy_pod("before", namespace, gpu, 1, pool.node_selector))
+    kube.create(b.legacy_pod("before", namespace, gpu, 1, node_selector=pool.node_selector))
     uid = wait_phase(kube, namespace, "before", "Running")["metadata"]["uid"]
     claims_before = allocations(kube, namespace)
     ctx = health.tls_context(local_cluster.pki.ca.cert, local_cluster.pki.admin)
@@ -256,7 +256,7 @@ def test_etcd_stopped_briefly(
     )
     _client_recovers(kube, namespace, "etcd came back")
 
-    kube.create(legacy_pod("after", namespace, gpu, 1, pool.node_selector))
+    kube.create(b.legacy_pod("after", namespace, gpu, 1, node_selector=pool.node_selector))
     wait_phase(kube, namespace, "after", "Running")
     settled(kube, namespace, ["before", "after"], "etcd stopped and resumed")
     assert kube.get("v1", "Pod", "before", namespace)["metadata"]["uid"] == uid

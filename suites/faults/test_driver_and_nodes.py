@@ -23,7 +23,7 @@ from harness.kube import Kube, Obj
 from harness.pods import allocated_devices, claims_of, wait_phase
 from harness.versions import REPO_ROOT
 from harness.waits import TIMEOUTS, wait_for
-from suites.faults.helpers import RESOURCE_V1, allocated, allocations, assert_full, legacy_pod, settled
+from suites.faults.helpers import RESOURCE_V1, allocated, allocations, assert_full, settled
 
 pytestmark = [pytest.mark.serial, pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]
 
@@ -146,7 +146,7 @@ def test_fake_driver_killed_and_restarted(
     proc.wait_reported(f"{node}\tcreated\tgeneration=1\tslices=1")
     published = _slices(kube, node)
     assert _shape(published) == [(published[0]["metadata"]["name"], 1, ["gpu-0", "gpu-1", "gpu-2", "gpu-3"])]
-    kube.create(legacy_pod("before", namespace, gpu, 1, fleet.node_selector))
+    kube.create(b.legacy_pod("before", namespace, gpu, 1, node_selector=fleet.node_selector))
     wait_phase(kube, namespace, "before", "Running")
 
     # Killed: the slices survive untouched, and the scheduler keeps allocating from them.
@@ -154,7 +154,7 @@ def test_fake_driver_killed_and_restarted(
     assert [(s["metadata"]["uid"], s["metadata"]["resourceVersion"]) for s in _slices(kube, node)] == [
         (published[0]["metadata"]["uid"], published[0]["metadata"]["resourceVersion"])
     ]
-    kube.create(legacy_pod("while-dead", namespace, gpu, 1, fleet.node_selector))
+    kube.create(b.legacy_pod("while-dead", namespace, gpu, 1, node_selector=fleet.node_selector))
     wait_phase(kube, namespace, "while-dead", "Running")
 
     # Restarted: it finds its slices and leaves them alone (no duplicate, no new generation).
@@ -180,7 +180,7 @@ def test_fake_driver_killed_and_restarted(
     [republished] = _slices(kube, node)
     assert _shape([republished])[0][2] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
     assert republished["metadata"]["uid"] != published[0]["metadata"]["uid"]
-    kube.create(legacy_pod("after", namespace, gpu, 2, fleet.node_selector))
+    kube.create(b.legacy_pod("after", namespace, gpu, 2, node_selector=fleet.node_selector))
     wait_phase(kube, namespace, "after", "Running")
 
     settled(kube, namespace, ["before", "while-dead", "after"], "the fake driver was killed and restarted")
@@ -211,7 +211,9 @@ def test_node_deleted_under_running_pods(
                 )
             )
         else:
-            kube.create(legacy_pod(name, namespace, gpu, 2 if name == "kept" else 1, selector))
+            kube.create(
+                b.legacy_pod(name, namespace, gpu, 2 if name == "kept" else 1, node_selector=selector)
+            )
     for name in placements:
         wait_phase(kube, namespace, name, "Running")
     kept_claims = {k: v for k, v in allocations(kube, namespace).items() if k.startswith("kept-")}

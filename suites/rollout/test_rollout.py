@@ -46,13 +46,6 @@ def _fake_driver_only(driver: DriverUnderTest) -> None:
         pytest.skip("the rollout suite installs and removes the driver itself: fake driver only")
 
 
-def _gpu_pod(name: str, namespace: str, resource: str, gpus: int, selector: dict[str, str]) -> Obj:
-    """An unchanged legacy workload: `limits: {nvidia.com/gpu: N}` and nothing else."""
-    return b.pod(
-        name, namespace, node_selector=selector, containers=[b.container(limits={resource: str(gpus)})]
-    )
-
-
 def _plugin_daemonset(namespace: str) -> Obj:
     """A device-plugin stand-in: runs on this test's fleet nodes that carry a pool label."""
     labels = {"app": PLUGIN_DS}
@@ -198,7 +191,7 @@ def test_pool_migrates_to_dra_and_recreated_legacy_pods_land_there(
     (a0, a1), (b0,) = fleet.pool_nodes
     kube.create(_plugin_daemonset(namespace))
     for name, pool in (("a-0", "a"), ("a-1", "a"), ("b-0", "b")):
-        kube.create(_gpu_pod(name, namespace, gpu, 2, {POOL_LABEL: f"{namespace}-{pool}"}))
+        kube.create(b.legacy_pod(name, namespace, gpu, 2, node_selector={POOL_LABEL: f"{namespace}-{pool}"}))
     before = {name: wait_phase(kube, namespace, name, "Running") for name in ("a-0", "a-1", "b-0")}
     assert sorted(before[n]["spec"]["nodeName"] for n in ("a-0", "a-1")) == [a0, a1]
     _plugin_pods(kube, namespace, 3)
@@ -260,7 +253,7 @@ def test_pool_migrates_to_dra_and_recreated_legacy_pods_land_there(
     # The drained workloads come back unchanged, free to go anywhere in the fleet: pool b is
     # full, so they land on the migrated pool, through DRA.
     for name in ("a-0", "a-1"):
-        kube.create(_gpu_pod(name, namespace, gpu, 2, {FLEET_LABEL: namespace}))
+        kube.create(b.legacy_pod(name, namespace, gpu, 2, node_selector={FLEET_LABEL: namespace}))
     after = [wait_phase(kube, namespace, name, "Running") for name in ("a-0", "a-1")]
 
     assert sorted(p["spec"]["nodeName"] for p in after) == [a0, a1]
@@ -284,7 +277,7 @@ def test_rollback_returns_a_migrated_pool_to_the_device_plugin(
     (a0,), (b0,) = fleet.pool_nodes
     pool = _pool(fleet, namespace, driver)
     kube.create(_plugin_daemonset(namespace))
-    kube.create(_gpu_pod("b-0", namespace, gpu, 1, {POOL_LABEL: f"{namespace}-b"}))
+    kube.create(b.legacy_pod("b-0", namespace, gpu, 1, node_selector={POOL_LABEL: f"{namespace}-b"}))
     plugins: list[rollout.DevicePlugin] = [
         rollout.SimulatedDevicePlugin(kube, fleet.fleet),
         rollout.DaemonSetDevicePlugin(kube, namespace, PLUGIN_DS),
@@ -296,7 +289,7 @@ def test_rollback_returns_a_migrated_pool_to_the_device_plugin(
         _install(fleet),
         rollout.gpu_device_class(driver.device_class, driver.driver, gpu),
     )
-    kube.create(_gpu_pod("on-dra", namespace, gpu, 2, {POOL_LABEL: pool.name}))
+    kube.create(b.legacy_pod("on-dra", namespace, gpu, 2, node_selector={POOL_LABEL: pool.name}))
     on_dra = wait_phase(kube, namespace, "on-dra", "Running")
     assert on_dra["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == gpu
     bystanders = {"b-0": wait_phase(kube, namespace, "b-0", "Running")} | _plugin_pods(kube, namespace, 1)
@@ -320,7 +313,7 @@ def test_rollback_returns_a_migrated_pool_to_the_device_plugin(
     assert claims_of(kube, namespace, "on-dra") == []
 
     # The same workload on the rolled-back pool: served by the device plugin, no claim.
-    kube.create(_gpu_pod("back", namespace, gpu, 2, {POOL_LABEL: pool.name}))
+    kube.create(b.legacy_pod("back", namespace, gpu, 2, node_selector={POOL_LABEL: pool.name}))
     back = wait_phase(kube, namespace, "back", "Running")
 
     assert back["spec"]["nodeName"] == a0
