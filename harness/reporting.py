@@ -44,6 +44,8 @@ CATEGORIES: list[dict[str, Any]] = [
 
 @dataclass
 class TestRecord:
+    __test__ = False  # a record of a test, not a test class for pytest to collect
+
     nodeid: str
     area: str
     outcome: str  # passed | failed | skipped | errors
