@@ -8,16 +8,7 @@ import sys
 import pytest
 
 from harness.versions import REPO_ROOT
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+from tests.cli import run_cli
 
 
 @pytest.mark.parametrize(
@@ -42,12 +33,12 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(args: tuple[str, ...], line: str) -> None:
-    done = _cli(*args)
+    done = run_cli(*args)
     assert (done.returncode, done.stderr, done.stdout) == (1, line + "\n", "")
 
 
 def test_versions_lists_every_minor_with_its_release() -> None:
-    done = _cli("versions")
+    done = run_cli("versions")
     assert done.returncode == 0
     assert [line.split()[0] for line in done.stdout.splitlines()] == ["1.34", "1.35", "1.36", "1.37"]
     assert "1.37 (default)  v1.37.2" in done.stdout

@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +20,8 @@ from harness.matrix import (
     cells_from,
     run_matrix,
 )
-from harness.versions import REPO_ROOT, load_matrix, parse_matrix
+from harness.versions import load_matrix, parse_matrix
+from tests.cli import run_cli
 
 GOOD = """
 default_minor = "1.37"
@@ -135,16 +134,6 @@ def test_unknown_cells_are_one_line_listing_the_valid_ones(filters: list[str], m
 # ---- the CLI: bad input is one line and exit 1 ---------------------------------------------
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 BROKEN = [
     ("not toml", "[minors", "versions.toml is not valid TOML: "),
     ("no minors", GOOD.split("[minors")[0], "versions.toml: [minors] must be a table"),
@@ -175,15 +164,15 @@ BROKEN = [
 def test_malformed_versions_toml_is_one_line_and_exit_1(tmp_path: Path, text: str, fragment: str) -> None:
     path = tmp_path / "versions.toml"
     path.write_text(text)
-    done = _cli("matrix", "--versions", str(path), "--list", "--cells", "all")
+    done = run_cli("matrix", "--versions", str(path), "--list", "--cells", "all")
     assert (done.returncode, done.stdout) == (1, ""), done.stderr
     assert done.stderr.startswith("dra-harness: ")
     assert fragment in done.stderr
     assert done.stderr.count("\n") == 1
 
 
-def test_unknown_cell_through_the_cli() -> None:
-    done = _cli("matrix", "--cells", "1.37/nvidia-v25.12/everything")
+def test_unknown_cell_through_therun_cli() -> None:
+    done = run_cli("matrix", "--cells", "1.37/nvidia-v25.12/everything")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.startswith(
         "dra-harness: unknown cell '1.37/nvidia-v25.12/everything': "
@@ -193,17 +182,17 @@ def test_unknown_cell_through_the_cli() -> None:
 
 
 def test_jobs_below_one_is_one_line() -> None:
-    done = _cli("matrix", "--jobs", "0")
+    done = run_cli("matrix", "--jobs", "0")
     assert (done.returncode, done.stderr) == (1, "dra-harness: --jobs must be at least 1, got 0\n")
 
 
 def test_list_prints_the_default_cells() -> None:
-    done = _cli("matrix", "--list")
+    done = run_cli("matrix", "--list")
     assert (done.returncode, done.stdout.split()) == (0, list(load_matrix().default_cells))
 
 
 def test_list_json_is_a_ci_job_matrix() -> None:
-    done = _cli("matrix", "--list", "--json", "--cells", "1.37/nvidia-v0.4/dra-all")
+    done = run_cli("matrix", "--list", "--json", "--cells", "1.37/nvidia-v0.4/dra-all")
     assert json.loads(done.stdout) == {
         "include": [{"cell": "1.37/nvidia-v0.4/dra-all", "slug": "1.37_nvidia-v0.4_dra-all"}]
     }
@@ -212,7 +201,7 @@ def test_list_json_is_a_ci_job_matrix() -> None:
 def test_a_foreign_versions_file_is_for_list_only(tmp_path: Path) -> None:
     path = tmp_path / "versions.toml"
     path.write_text(GOOD)
-    done = _cli("matrix", "--versions", str(path), "--cells", "1.37/nvidia-v0.4/dra-all")
+    done = run_cli("matrix", "--versions", str(path), "--cells", "1.37/nvidia-v0.4/dra-all")
     assert done.returncode == 1
     assert done.stderr.startswith(f"dra-harness: --versions {path} is for --list only")
 

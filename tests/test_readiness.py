@@ -15,6 +15,7 @@ from harness.readiness.checks import CHECK_IDS, gate_remediation, skip_meaning, 
 from harness.readiness.report import CellReport, ReportError, load_cost, upgrades
 from harness.reporting import CellSummary, TestRecord, area_of, write_summary
 from harness.versions import REPO_ROOT
+from tests.cli import run_cli
 
 EXT = "suites/bridging/test_extended_resource.py::test_legacy_gpu_request_gets_a_scheduler_created_claim"
 LIFE = (
@@ -406,24 +407,14 @@ def test_render_escapes_html_in_test_messages(tmp_path: Path) -> None:
 # ---- bad input through the CLI -----------------------------------------------------------
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def test_report_on_a_missing_directory_is_one_line(tmp_path: Path) -> None:
-    done = _cli("report", str(tmp_path / "nope"))
+    done = run_cli("report", str(tmp_path / "nope"))
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"dra-harness: {tmp_path / 'nope'} does not exist\n"
 
 
 def test_report_on_a_directory_without_summaries_is_one_line(tmp_path: Path) -> None:
-    done = _cli("report", "--merge", str(tmp_path))
+    done = run_cli("report", "--merge", str(tmp_path))
     assert (done.returncode, done.stderr) == (
         1,
         f"dra-harness: no summary.json under {tmp_path}: not a cell or matrix run directory\n",
@@ -435,7 +426,7 @@ def test_report_on_a_directory_without_summaries_is_one_line(tmp_path: Path) -> 
 )
 def test_report_on_a_malformed_summary_is_one_line(tmp_path: Path, text: str) -> None:
     (tmp_path / "summary.json").write_text(text)
-    done = _cli("report", str(tmp_path), "--out", str(tmp_path / "out"))
+    done = run_cli("report", str(tmp_path), "--out", str(tmp_path / "out"))
     assert done.returncode == 1
     assert done.stderr.startswith(f"dra-harness: {tmp_path / 'summary.json'} is not a summary.json: ")
     assert done.stderr.count("\n") == 1
@@ -444,14 +435,14 @@ def test_report_on_a_malformed_summary_is_one_line(tmp_path: Path, text: str) ->
 def test_report_merge_writes_the_three_files(tmp_path: Path) -> None:
     run = _cells(tmp_path)
     out = tmp_path / "merged"
-    done = _cli(
+    done = run_cli(
         "report", "--merge", str(run / "cells"), "--out", str(out), "--bench", str(tmp_path / "no.json")
     )
     assert (done.returncode, done.stderr) == (
         1,
         f"dra-harness: benchmark file {tmp_path / 'no.json'} does not exist\n",
     )
-    done = _cli("report", "--merge", str(run / "cells"), "--out", str(out))
+    done = run_cli("report", "--merge", str(run / "cells"), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["readiness.html", "readiness.json", "readiness.md"]
 
