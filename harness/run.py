@@ -1,5 +1,6 @@
 """`dra-harness run`: the suites on one cell, with reports in reports/out/<run-id>/
-(junit.xml, allure-results/, summary.json — the last written by the pytest plugin)."""
+(junit.xml, allure-results/, summary.json — written by the pytest plugin — and the
+readiness report of the cell: readiness.html/.md/.json)."""
 
 from __future__ import annotations
 
@@ -35,5 +36,10 @@ def run_suites(minor: str | None, profile: str | None, extra: list[str]) -> int:
         f"dra-harness run {run_id}: Kubernetes {cell_minor.kubernetes}, gates {cell_profile.name}", flush=True
     )
     code = subprocess.run(cmd, cwd=REPO_ROOT, check=False).returncode
+    if (out / "summary.json").exists():  # the readiness report of this one cell
+        from harness.readiness import write_report
+
+        for path in write_report([out], out):
+            print(f"report: {path}")
     print(f"reports: {out}")
     return code
