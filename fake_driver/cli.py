@@ -14,7 +14,7 @@ import yaml
 
 from fake_driver import apilimits, faults, installer, legacy
 from fake_driver.deviceclasses import render_device_classes
-from fake_driver.errors import FakeDriverError
+from fake_driver.errors import FakeDriverError, cli_main
 from fake_driver.fleet import Fleet, load_fleet
 from fake_driver.kube import server_minor
 from fake_driver.ledger import Ledger
@@ -233,11 +233,4 @@ def _fault(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return run(argv)
-    except FakeDriverError as e:
-        sys.stderr.write(f"{PROG}: error: {' '.join(str(e).split())}\n")
-        return 2
-    except Exception as e:  # never a traceback on the command line
-        sys.stderr.write(f"{PROG}: error: {type(e).__name__}: {' '.join(str(e).split())}\n")
-        return 2
+    return cli_main(PROG, run, argv, catch_all=True)

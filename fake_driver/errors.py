@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable, Sequence
 
 
 class FakeDriverError(Exception):
@@ -39,3 +40,23 @@ class InstallRefusedError(FakeDriverError):
 
 class NodeNotFoundError(FakeDriverError):
     pass
+
+
+def cli_main(
+    prog: str,
+    run: Callable[[Sequence[str] | None], int],
+    argv: Sequence[str] | None,
+    *,
+    catch_all: bool = False,
+) -> int:
+    """Run a command line: a FakeDriverError (or, with catch_all, anything) is one line, exit 2."""
+    try:
+        return run(argv)
+    except FakeDriverError as e:
+        sys.stderr.write(f"{prog}: error: {' '.join(str(e).split())}\n")
+        return 2
+    except Exception as e:
+        if not catch_all:
+            raise
+        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {' '.join(str(e).split())}\n")
+        return 2

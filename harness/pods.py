@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 
+from harness import builders as b
 from harness.kube import Kube, Obj
 from harness.waits import TIMEOUTS, wait_for
 
@@ -99,3 +101,24 @@ def unschedulable_reasons(message: str) -> dict[str, int]:
 def scheduling_message(pod: Obj) -> str:
     c = condition(pod, "PodScheduled")
     return str(c.get("message", "")) if c else ""
+
+
+def create_claim_pod(
+    kube: Kube,
+    namespace: str,
+    name: str,
+    requests: Sequence[Obj],
+    node_selector: Mapping[str, str],
+    constraints: Sequence[Obj] = (),
+) -> None:
+    """ResourceClaimTemplate `name` with `requests`, and pod `name` using it as claim "gpu"."""
+    kube.create(b.claim_template(name, namespace, requests, constraints))
+    kube.create(
+        b.pod(
+            name,
+            namespace,
+            containers=[b.container(claims=["gpu"])],
+            claim_templates={"gpu": name},
+            node_selector=node_selector,
+        )
+    )

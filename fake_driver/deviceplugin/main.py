@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from fake_driver.deviceplugin.server import DEFAULT_PLUGIN_DIR, KUBELET_SOCKET, DevicePluginServer
-from fake_driver.errors import FakeDriverError
+from fake_driver.errors import FakeDriverError, cli_main
 from fake_driver.fleet import load_fleet
 from fake_driver.kube import as_rest
 from fake_driver.kubeletplugin.main import POOL_LABEL, api_client, resolve_node
@@ -77,8 +76,4 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return run(argv)
-    except FakeDriverError as e:
-        sys.stderr.write(f"{PROG}: error: {' '.join(str(e).split())}\n")
-        return 2
+    return cli_main(PROG, run, argv)

@@ -15,14 +15,13 @@ import argparse
 import dataclasses
 import os
 import signal
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fake_driver import apilimits
-from fake_driver.errors import FakeDriverError
+from fake_driver.errors import FakeDriverError, cli_main
 from fake_driver.fleet import Fleet, NodeSpec, load_fleet
 from fake_driver.kube import as_rest, server_minor
 from fake_driver.kubeletplugin.plugin import ApiClaimSource, ClaimSource, KubeletPlugin, StaticClaimSource
@@ -131,8 +130,4 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return run(argv)
-    except FakeDriverError as e:
-        sys.stderr.write(f"{PROG}: error: {' '.join(str(e).split())}\n")
-        return 2
+    return cli_main(PROG, run, argv)

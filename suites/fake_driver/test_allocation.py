@@ -13,6 +13,7 @@ from harness.pods import (
     allocated_devices,
     claims_of,
     condition,
+    create_claim_pod,
     unschedulable_reasons,
     wait_phase,
     wait_unschedulable,
@@ -23,27 +24,10 @@ NV = "gpu.nvidia.com"
 
 
 def _claim_pod(
-    kube: Kube,
-    namespace: str,
-    name: str,
-    device_class: str,
-    selector: str | None,
-    node_selector: dict[str, str],
+    kube: Kube, namespace: str, name: str, cls: str, selector: str | None, node_selector: dict[str, str]
 ) -> None:
-    kube.create(
-        b.claim_template(
-            name, namespace, [b.exact_request("gpu", device_class, selectors=[selector] if selector else [])]
-        )
-    )
-    kube.create(
-        b.pod(
-            name,
-            namespace,
-            containers=[b.container(claims=["gpu"])],
-            claim_templates={"gpu": name},
-            node_selector=node_selector,
-        )
-    )
+    request = b.exact_request("gpu", cls, selectors=[selector] if selector else [])
+    create_claim_pod(kube, namespace, name, [request], node_selector)
 
 
 def test_static_mig_device_chosen_by_profile(kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet) -> None:

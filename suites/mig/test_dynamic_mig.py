@@ -9,9 +9,15 @@ import pytest
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
 from harness.kube import Kube
-from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.pods import (
+    create_claim_pod,
+    scheduling_message,
+    unschedulable_reasons,
+    wait_phase,
+    wait_unschedulable,
+)
 from harness.waits import TIMEOUTS, assert_stays
-from suites.mig.claims import allocation, claim_pod, nv
+from suites.mig.claims import allocation, nv
 
 pytestmark = [pytest.mark.feature_gate("DRAPartitionableDevices")]
 
@@ -35,7 +41,7 @@ def test_seven_1g_devices_fill_an_h100_and_give_the_counters_back(
     fleet = gpu_fleet(GpuPool(gpus=1, mig="dynamic"))
     [node] = fleet.node_names
     mig = fleet.device_class("mig.nvidia.com")
-    claim_pod(
+    create_claim_pod(
         kube,
         namespace,
         "seven",
@@ -48,7 +54,7 @@ def test_seven_1g_devices_fill_an_h100_and_give_the_counters_back(
     ]
 
     # 7 x 16 of 112 multiprocessors and memory slices 0-6 are used: no MIG placement fits.
-    claim_pod(kube, namespace, "any", [b.exact_request("gpu", mig)], fleet.node_selector)
+    create_claim_pod(kube, namespace, "any", [b.exact_request("gpu", mig)], fleet.node_selector)
     _stays_unschedulable(kube, namespace, "any", "seven 1g.10gb devices hold gpu-0's counters")
 
     kube.delete("v1", "Pod", "seven", namespace)
@@ -65,14 +71,14 @@ def test_a_4g_and_a_3g_fit_together_and_keep_the_full_gpu_out(
     mig = fleet.device_class("mig.nvidia.com")
     four = b.exact_request("four", mig, selectors=[f"{nv('profile')} == '4g.40gb'"])
     three = b.exact_request("three", mig, selectors=[f"{nv('profile')} == '3g.40gb'"])
-    claim_pod(kube, namespace, "split", [four, three], fleet.node_selector)
+    create_claim_pod(kube, namespace, "split", [four, three], fleet.node_selector)
     wait_phase(kube, namespace, "split", "Running")
     assert allocation(kube, namespace, "split") == [
         ("four", node, "gpu-0-mig-4g40gb-5-0"),
         ("three", node, "gpu-0-mig-3g40gb-9-4"),
     ]
 
-    claim_pod(
+    create_claim_pod(
         kube,
         namespace,
         "full",

@@ -8,8 +8,8 @@ import pytest
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
 from harness.kube import Kube
-from harness.pods import claims_of, wait_phase
-from suites.mig.claims import allocation, claim_pod, nv
+from harness.pods import claims_of, create_claim_pod, wait_phase
+from suites.mig.claims import allocation, nv
 
 pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]
 
@@ -29,7 +29,7 @@ def test_first_available_prefers_3g_and_falls_back_to_1g(
         ],
     )
 
-    claim_pod(kube, namespace, "first", [request], fleet.node_selector)
+    create_claim_pod(kube, namespace, "first", [request], fleet.node_selector)
     wait_phase(kube, namespace, "first", "Running")
     kube.create(
         b.pod(

@@ -11,13 +11,14 @@ from harness.kube import Kube, Obj
 from harness.pods import (
     claims_of,
     condition,
+    create_claim_pod,
     scheduling_message,
     unschedulable_reasons,
     wait_phase,
     wait_unschedulable,
 )
 from harness.waits import TIMEOUTS, assert_stays, wait_for
-from suites.mig.claims import NV, allocation, claim_pod, nv
+from suites.mig.claims import NV, allocation, nv
 
 HINT_1_37 = (
     ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
@@ -41,7 +42,7 @@ def test_selector_matching_nothing_keeps_the_pod_pending(
     mig = fleet.device_class("mig.nvidia.com")
     nothing = b.exact_request("gpu", mig, selectors=[f"{nv('profile')} == '1g.10gb'"])
 
-    claim_pod(kube, namespace, "nothing", [nothing], fleet.node_selector)
+    create_claim_pod(kube, namespace, "nothing", [nothing], fleet.node_selector)
 
     pod = wait_unschedulable(kube, namespace, "nothing")
     assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
@@ -57,7 +58,7 @@ def test_selector_reading_an_attribute_missing_on_some_nodes_is_a_cel_runtime_er
     )
     by_index = b.exact_request("gpu", fleet.device_class("gpu.nvidia.com"), selectors=[f"{nv('index')} == 0"])
 
-    claim_pod(kube, namespace, "index", [by_index], fleet.node_selector)
+    create_claim_pod(kube, namespace, "index", [by_index], fleet.node_selector)
 
     pod = wait_for(
         lambda: kube.get("v1", "Pod", "index", namespace),
@@ -106,7 +107,7 @@ def test_cel_on_quantities_and_versions_selects_the_right_gpus(
 
     for name, newer in (("new", ">= 0"), ("old", "< 0")):
         selectors = [memory, f"{version} {newer}"]
-        claim_pod(
+        create_claim_pod(
             kube, namespace, name, [b.exact_request("gpu", gpu, selectors=selectors)], made.node_selector
         )
 

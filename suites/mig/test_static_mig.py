@@ -7,9 +7,9 @@ from __future__ import annotations
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
 from harness.kube import Kube
-from harness.pods import wait_phase
+from harness.pods import create_claim_pod, wait_phase
 from suites.fake_driver.slices import node_slices
-from suites.mig.claims import NV, allocation, claim_pod, nv
+from suites.mig.claims import NV, allocation, nv
 
 LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 
@@ -22,7 +22,7 @@ def test_profile_selector_gets_exactly_that_profile(
     mig = fleet.device_class("mig.nvidia.com")
     one_g = b.exact_request("gpu", mig, count=2, selectors=[f"{nv('profile')} == '1g.10gb'"])
 
-    claim_pod(kube, namespace, "small", [one_g], fleet.node_selector)
+    create_claim_pod(kube, namespace, "small", [one_g], fleet.node_selector)
 
     wait_phase(kube, namespace, "small", "Running")
     assert allocation(kube, namespace, "small") == [
@@ -45,12 +45,12 @@ def test_match_attribute_parent_uuid_keeps_two_mig_devices_on_one_gpu(
     mig = fleet.device_class("mig.nvidia.com")
     big = b.exact_request("big", mig, selectors=[f"{nv('profile')} == '3g.40gb'"])
     small = b.exact_request("small", mig, selectors=[f"{nv('profile')} == '1g.10gb'"])
-    claim_pod(kube, namespace, "first", [big], fleet.node_selector)
+    create_claim_pod(kube, namespace, "first", [big], fleet.node_selector)
     wait_phase(kube, namespace, "first", "Running")
     assert allocation(kube, namespace, "first") == [("big", node, "gpu-0-mig-3g40gb-9-4")]
 
     # gpu-0 still has free 1g devices but no 3g: the pair must move to gpu-1 as a whole.
-    claim_pod(
+    create_claim_pod(
         kube,
         namespace,
         "pair",

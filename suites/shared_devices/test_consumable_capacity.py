@@ -11,13 +11,13 @@ from harness.kube import Kube
 from harness.pods import (
     allocated_devices,
     claims_of,
+    create_claim_pod,
     scheduling_message,
     unschedulable_reasons,
     wait_phase,
     wait_unschedulable,
 )
 from harness.waits import TIMEOUTS, assert_stays
-from suites.mig.claims import claim_pod
 
 pytestmark = [pytest.mark.feature_gate("DRAConsumableCapacity")]
 
@@ -32,11 +32,11 @@ def test_two_pods_share_one_gpus_memory_and_a_third_waits(
     half = b.exact_request("gpu", fleet.device_class(EXAMPLE), capacity={"memory": "40Gi"})
     results = {}
     for name in ("a", "b"):
-        claim_pod(kube, namespace, name, [half], fleet.node_selector)
+        create_claim_pod(kube, namespace, name, [half], fleet.node_selector)
         wait_phase(kube, namespace, name, "Running")
         [claim] = claims_of(kube, namespace, name)
         [results[name]] = allocated_devices(claim)
-    claim_pod(kube, namespace, "c", [half], fleet.node_selector)
+    create_claim_pod(kube, namespace, "c", [half], fleet.node_selector)
     pending = wait_unschedulable(kube, namespace, "c")
 
     for r in results.values():
