@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish clean
+.PHONY: all venv controlplane lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale clean
 
 all: test
 
@@ -53,6 +53,13 @@ cluster-down: venv
 
 bench-cluster-start: controlplane
 	$(BIN)/python bench/cluster_start.py $(K8S_FLAG)
+
+bench-publish: controlplane
+	$(BIN)/python bench/publish.py $(K8S:%=--k8s-version=%)
+
+# DRA's cost to the scheduler and the API server: make bench-scale K8S=1.36,1.37
+bench-scale: controlplane
+	$(BIN)/dra-harness bench $(K8S_FLAG)
 
 clean:
 	rm -rf reports/out .pytest_cache .mypy_cache .ruff_cache

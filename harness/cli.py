@@ -202,6 +202,29 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from harness.bench.modes import MODES
+    from harness.bench.scale import format_summary, run, validate
+    from harness.readiness.report import DEFAULT_BENCH_DIR
+
+    matrix = load_matrix()
+    names = [n for k in args.k8s_version or [matrix.default_minor] for n in k.split(",") if n]
+    minors = [matrix.minor(n) for n in names]  # unknown minors fail here, before any build
+    modes = tuple(m for m in args.modes.split(",") if m) if args.modes else MODES
+    if args.out and len(minors) > 1:
+        raise HarnessError("--out names one file; give one -k with it")
+    validate(args.nodes, args.pods, args.reps, modes)
+    for minor in minors:
+        ensure_controlplane(minor)
+    ensure_kwok(matrix)
+    for minor in minors:
+        out = Path(args.out) if args.out else DEFAULT_BENCH_DIR / f"scale-{minor.name}.json"
+        summary = run(minor.name, args.nodes, args.pods, args.reps, modes, out)
+        print(format_summary(summary))
+        print(f"written to {out}")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.readiness import write_report
     from harness.run import REPORTS
@@ -295,8 +318,19 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("dir", nargs="?", help="a matrix run directory (default: the latest in reports/out)")
     rp.add_argument("--merge", nargs="+", metavar="DIR", help="cell or run directories to merge")
     rp.add_argument("--out", help="where to write the report (default: DIR, or reports/out/merged-<id>)")
-    rp.add_argument("--bench", help="scale benchmark JSON (default: reports/out/bench/scale.json if present)")
+    rp.add_argument("--bench", help="scale benchmark JSON (default: every reports/out/bench/scale*.json)")
     rp.set_defaults(func=cmd_report)
+
+    bn = sub.add_parser("bench", help="scale benchmark: what DRA costs the scheduler and the API server")
+    bn.add_argument(
+        "-k", "--k8s-version", action="append", help="minor(s), repeated or comma-separated (default: 1.37)"
+    )
+    bn.add_argument("--nodes", type=int, default=500, help="simulated nodes, 8 GPUs each (default 500)")
+    bn.add_argument("--pods", type=int, default=2000, help="pods per mode and repetition (default 2000)")
+    bn.add_argument("--reps", type=int, default=3, help="rounds of all modes (default 3)")
+    bn.add_argument("--modes", help="comma-separated subset of plain,legacy,bridged,claims (default: all)")
+    bn.add_argument("--out", help="JSON output (default: reports/out/bench/scale-<minor>.json)")
+    bn.set_defaults(func=cmd_bench)
     return parser
 
 

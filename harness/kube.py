@@ -74,6 +74,15 @@ class Kube:
             return False
         return True
 
+    def patch(self, api_version: str, kind: str, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+        """JSON merge patch (null deletes a field)."""
+        out: Obj = (
+            self.resource(api_version, kind)
+            .patch(body=patch, name=name, namespace=namespace, content_type="application/merge-patch+json")
+            .to_dict()
+        )
+        return out
+
     def patch_status(
         self, api_version: str, kind: str, name: str, patch: Obj, namespace: str | None = None
     ) -> Obj:
@@ -87,6 +96,20 @@ class Kube:
         """GET a non-resource path (/metrics, /readyz) with the client's credentials."""
         method, url, headers, body, post = self.api_client.param_serialize(
             "GET", path, auth_settings=["BearerToken"]
+        )
+        resp = self.api_client.call_api(method, url, header_params=headers, body=body, post_params=post)
+        resp.read()  # type: ignore[no-untyped-call]
+        return int(resp.status), (resp.data or b"").decode("utf-8", "replace")
+
+    def raw_post(self, path: str, obj: Obj) -> tuple[int, str]:
+        """POST an object without building client models: the cheapest create there is, for
+        benchmarks that must not be limited by the client's own CPU."""
+        method, url, headers, body, post = self.api_client.param_serialize(
+            "POST",
+            path,
+            body=obj,
+            header_params={"Content-Type": "application/json"},
+            auth_settings=["BearerToken"],
         )
         resp = self.api_client.call_api(method, url, header_params=headers, body=body, post_params=post)
         resp.read()  # type: ignore[no-untyped-call]

@@ -37,7 +37,6 @@ STACK_LABEL = "dra-harness.io/gpu-stack"  # which mechanism manages the node's G
 STACK_DRA = "dra"
 STACK_DEVICE_PLUGIN = "device-plugin"
 RESOURCE_V1 = "resource.k8s.io/v1"
-MERGE_PATCH = "application/merge-patch+json"
 
 ClassOutcome = Literal["created", "updated", "unchanged"]
 
@@ -73,15 +72,6 @@ OnStep = Callable[[str], object]
 # -- small API helpers ---------------------------------------------------------------------
 
 
-def _merge_patch(kube: Kube, api_version: str, kind: str, name: str, body: Obj, ns: str | None = None) -> Obj:
-    out: Obj = (
-        kube.resource(api_version, kind)
-        .patch(body=body, name=name, namespace=ns, content_type=MERGE_PATCH)
-        .to_dict()
-    )
-    return out
-
-
 def _nodes(kube: Kube, names: Iterable[str]) -> dict[str, Obj]:
     wanted = set(names)
     return {n["metadata"]["name"]: n for n in kube.list("v1", "Node") if n["metadata"]["name"] in wanted}
@@ -93,13 +83,13 @@ def _nodes(kube: Kube, names: Iterable[str]) -> dict[str, Obj]:
 def label_pool(kube: Kube, nodes: Iterable[str], labels: Mapping[str, str | None]) -> None:
     """Set (or, with None, remove) labels on every node of the pool."""
     for name in nodes:
-        _merge_patch(kube, "v1", "Node", name, {"metadata": {"labels": dict(labels)}})
+        kube.patch("v1", "Node", name, {"metadata": {"labels": dict(labels)}})
 
 
 def cordon(kube: Kube, nodes: Iterable[str], unschedulable: bool = True) -> None:
     names = list(nodes)
     for name in names:
-        _merge_patch(kube, "v1", "Node", name, {"spec": {"unschedulable": unschedulable or None}})
+        kube.patch("v1", "Node", name, {"spec": {"unschedulable": unschedulable or None}})
     wait_for(
         lambda: {n: bool(o["spec"].get("unschedulable")) for n, o in _nodes(kube, names).items()},
         lambda seen: seen == dict.fromkeys(names, unschedulable),
@@ -256,7 +246,7 @@ def patch_device_plugin_daemonset(
         "metadata": {"resourceVersion": ds["metadata"]["resourceVersion"]},
         "spec": {"template": {"spec": {"affinity": wanted}}},
     }
-    return _merge_patch(kube, "apps/v1", "DaemonSet", name, body, namespace)
+    return kube.patch("apps/v1", "DaemonSet", name, body, namespace)
 
 
 @dataclass
@@ -385,7 +375,7 @@ def ensure_device_class(kube: Kube, body: Obj) -> ClassOutcome:
         return "created"
     if (current.get("spec") or {}).get("extendedResourceName") == want:
         return "unchanged"
-    _merge_patch(kube, body["apiVersion"], "DeviceClass", name, {"spec": {"extendedResourceName": want}})
+    kube.patch(body["apiVersion"], "DeviceClass", name, {"spec": {"extendedResourceName": want}})
     return "updated"
 
 

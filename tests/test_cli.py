@@ -30,6 +30,19 @@ from tests.cli import run_cli
             ("run", "-k", "1.99"),
             "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37",
         ),
+        (
+            ("bench", "-k", "1.37,1.99"),
+            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37",
+        ),
+        (
+            ("bench", "--modes", "plain,dra"),
+            "dra-harness: unknown bench mode dra; valid: plain, legacy, bridged, claims",
+        ),
+        (("bench", "--pods", "0"), "dra-harness: --pods must be at least 1, got 0"),
+        (
+            ("bench", "-k", "1.36,1.37", "--out", "x.json"),
+            "dra-harness: --out names one file; give one -k with it",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(args: tuple[str, ...], line: str) -> None:

@@ -7,6 +7,7 @@ import os
 import re
 import statistics
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -14,10 +15,12 @@ _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
-def parse_metrics(text: str) -> list[tuple[str, dict[str, str], float]]:
+def parse_metrics(text: str, only: tuple[str, ...] = ()) -> list[tuple[str, dict[str, str], float]]:
+    """Prometheus text format -> (name, labels, value); `only`: keep just these name prefixes
+    (a sampler reading two series of a large page)."""
     out = []
     for line in text.splitlines():
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or (only and not line.startswith(only)):
             continue
         m = _SAMPLE.match(line)
         if m:
@@ -54,13 +57,17 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+Series = list[tuple[float, float]]  # (monotonic time, cumulative value)
+
+
 @dataclass
 class Sampler:
-    """Calls `sample()` every `interval` seconds on a thread until stopped; keeps the values."""
+    """Calls `sample()` every `interval` seconds on a thread until stopped and keeps each
+    result with the monotonic time it was taken; `latest` is the newest good one."""
 
-    sample: Callable[[], float]
+    sample: Callable[[], dict[str, float]]
     interval: float
-    values: list[float] = field(default_factory=list)
+    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -68,9 +75,10 @@ class Sampler:
         def loop() -> None:
             while not self._stop.is_set():
                 try:
-                    self.values.append(self.sample())
+                    values = self.sample()
+                    self.samples.append((time.monotonic(), values))
                 except Exception:  # a missed sample (e.g. a slow scrape) is not a failed run
-                    self.values.append(float("nan"))
+                    pass
                 self._stop.wait(self.interval)  # stoppable pacing of a sampler, not a test wait
 
         self._thread = threading.Thread(target=loop, daemon=True)
@@ -82,6 +90,12 @@ class Sampler:
         assert self._thread is not None
         self._thread.join()
 
+    def latest(self, key: str) -> float | None:
+        return self.samples[-1][1].get(key) if self.samples else None
+
+    def series(self, key: str) -> Series:
+        return [(t, v[key]) for t, v in self.samples if key in v]
+
 
 def percentile(values: list[float], q: float) -> float:
     if not values:
@@ -90,12 +104,44 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-def throughput_windows(cumulative: list[float]) -> list[float]:
-    """Pods/s per sampling window from a cumulative count sampled every second, trimmed to
-    the span where scheduling happened (first to last increase)."""
-    deltas = [b - a for a, b in itertools.pairwise(cumulative)]
-    active = [i for i, d in enumerate(deltas) if d > 0]
-    return deltas[active[0] : active[-1] + 1] if active else []
+def reaching_time(series: Series, target: float) -> float | None:
+    """When a cumulative series reached `target`: linear between the last sample below it and
+    the first at or above it, so the sampling interval does not round the duration."""
+    for (t0, v0), (t1, v1) in itertools.pairwise(series):
+        if v1 >= target > v0:
+            return t0 + (t1 - t0) * (target - v0) / (v1 - v0)
+    return series[0][0] if series and series[0][1] >= target else None
+
+
+def steady_rate(series: Series, base: float, total: float, low: float = 0.1, high: float = 0.9) -> float:
+    """Rate while the cumulative series went from base + low*total to base + high*total."""
+    t0, t1 = reaching_time(series, base + low * total), reaching_time(series, base + high * total)
+    return (high - low) * total / (t1 - t0) if t0 is not None and t1 is not None and t1 > t0 else 0.0
+
+
+def value_at(series: Series, t: float) -> float:
+    """The cumulative value at time t, linear between samples, flat outside them."""
+    if not series:
+        return 0.0
+    if t <= series[0][0]:
+        return series[0][1]
+    for (t0, v0), (t1, v1) in itertools.pairwise(series):
+        if t0 <= t <= t1:
+            return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
+    return series[-1][1]
+
+
+def throughput_windows(series: Series, start: float, end: float, window: float = 1.0) -> list[float]:
+    """Rate per second in consecutive `window`-second windows from `start` to `end` (the last,
+    shorter window is dropped unless it is the only one), from a cumulative series sampled
+    at any interval, trimmed to the span where the value increased."""
+    edges = [start + i * window for i in range(int((end - start) // window) + 1)]
+    if len(edges) < 2:
+        edges = [start, end]
+    values = [value_at(series, t) for t in edges]
+    rates = [(b - a) / (t1 - t0) for (t0, a), (t1, b) in itertools.pairwise(zip(edges, values, strict=True))]
+    active = [i for i, r in enumerate(rates) if r > 0]
+    return rates[active[0] : active[-1] + 1] if active else []
 
 
 def cv(values: list[float]) -> float:

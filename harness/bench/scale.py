@@ -1,311 +1,419 @@
 """Scale and cost benchmark: what DRA costs the scheduler and the API server.
 
-Four modes on the same cluster size (N simulated nodes x 8 GPUs, M pods):
-  plain     pods with a CPU request only
-  legacy    nodes advertise nvidia.com/gpu (device plugin); pods request it
-  bridged   nodes publish 8 GPUs as DRA devices; a DeviceClass maps nvidia.com/gpu
-  claims    pods use a ResourceClaimTemplate with a CEL selector on productName
-Each mode gets a fresh local cluster; each repetition creates M pods concurrently and
-measures until all are bound. Throughput comes from the scheduler's own counter
-(schedule_attempts_total{result="scheduled"}) sampled every second, as upstream
-scheduler_perf does, so the figures compare as ratios with its thresholds.
+One local cluster with N simulated nodes x 8 GPUs serves all four modes (harness/bench/
+modes.py). Each round runs every mode once: M pods are created concurrently and the
+repetition lasts until the scheduler has bound all of them. Rounds repeat, so each mode's
+repetitions are spread over the whole run and drift on a shared machine hits all modes
+alike; ratios are taken within a round.
+
+Like upstream scheduler_perf the simulated nodes run no pods, component clients get a
+QPS of 5000, and throughput comes from the scheduler's own counter
+(schedule_attempts_total{result="scheduled"}), so figures compare with its thresholds as
+ratios. The API server's own request counters give objects created and writes per pod;
+etcd's in-use size gives its growth: the API server's own periodic compaction is off and
+the benchmark compacts etcd between repetitions instead, so the size grows by exactly what
+one repetition wrote and no history piles up from one repetition to the next.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import statistics
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.publisher import Publisher
-from harness import builders as b
 from harness.bench.metrics import (
     Sampler,
     cv,
     first_metric,
     metric_sum,
-    parse_metrics,
     percentile,
-    process_cpu_seconds,
+    reaching_time,
+    steady_rate,
     throughput_windows,
 )
-from harness.clusters import health
+from harness.bench.modes import BENCH_LABEL, CLAIM_MODES, MODES, NAMESPACE, BenchFleet, parallel, pod
+from harness.bench.scrape import Scraper, objects_created, throttle_seconds, writes
 from harness.clusters.local import LocalCluster
-from harness.clusters.nodes import NodePool, node_manifest
-from harness.kube import Kube, Obj
+from harness.errors import HarnessError
+from harness.kube import Kube
 from harness.waits import wait_for
 
-MODES = ("plain", "legacy", "bridged", "claims")
-GPU = "nvidia.com/gpu"
-DRIVER = "gpu.nvidia.com"
-PRODUCT = "NVIDIA H100 80GB HBM3"
-NAMESPACE = "bench"
-BENCH_LABEL = "dra-harness.io/bench"
 CLIENT_QPS = 5000  # as scheduler_perf: client-side rate limiters must not be the bottleneck
 CLAIM_CREATE_METRICS = [
     "dynamic_resource_allocation_resourceclaim_creates_total",  # 1.37+
     "scheduler_resourceclaim_creates_total",  # 1.34-1.36
 ]
+SCHEDULED = "scheduler_schedule_attempts_total"
+PENDING = "scheduler_pending_pods"
+SAMPLE_INTERVAL = 1.0  # as scheduler_perf; each scrape costs the scheduler and this process CPU
+CPU_COMPONENTS = ("kube-scheduler", "kube-apiserver", "etcd", "kube-controller-manager")
 
 
 @dataclass
 class RepResult:
+    mode: str
+    round: int
     pods: int
-    seconds: float
+    seconds: float  # first create to last pod bound
     avg_pods_per_s: float
+    steady_pods_per_s: float  # from 10 % to 90 % of the pods bound: no ramp-up, no stragglers
     p50: float
     p90: float
     p99: float
+    create_seconds: float  # how long the harness took to create the pods
     api_objects_per_pod: float
+    api_writes_per_pod: float
     etcd_growth_bytes: float
     peak_pending_pods: float
     scheduler_cpu_s: float
-    claims_created: float
-    throttled_requests: int
-
-
-@dataclass
-class ModeResult:
-    mode: str
-    reps: list[RepResult]
-
-    def median(self, key: str) -> float:
-        return float(statistics.median(getattr(r, key) for r in self.reps))
-
-    def cv(self, key: str) -> float:
-        return cv([getattr(r, key) for r in self.reps])
-
-
-class _Scraper:
-    def __init__(self, cluster: LocalCluster):
-        self.cluster = cluster
-        self.ctx = health.tls_context(None, cluster.pki.admin)
-
-    def scheduler(self) -> list[tuple[str, dict[str, str], float]]:
-        status, body = health.get(
-            f"https://127.0.0.1:{self.cluster.ports.scheduler}/metrics", self.ctx, timeout=5
-        )
-        if status != 200:
-            raise RuntimeError(f"scheduler /metrics: {status}")
-        return parse_metrics(body)
-
-    def etcd_db_bytes(self) -> float:
-        _, body = health.get(f"http://127.0.0.1:{self.cluster.ports.etcd_client}/metrics", timeout=5)
-        return metric_sum(parse_metrics(body), "etcd_mvcc_db_total_size_in_bytes") or 0.0
-
-
-def _parallel(fn: Callable[[Any], object], items: list[Any], workers: int = 32) -> None:
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(fn, items))
-
-
-def _setup(kube: Kube, cluster: LocalCluster, mode: str, nodes: int) -> None:
-    pool = NodePool("bench", nodes, extended_resources={GPU: "8"} if mode == "legacy" else {})
-    _parallel(lambda name: kube.create(node_manifest(pool, name)), pool.node_names())
-    wait_for(
-        lambda: sum(
-            1
-            for n in kube.list("v1", "Node")
-            if any(
-                c["type"] == "Ready" and c["status"] == "True"
-                for c in n.get("status", {}).get("conditions") or []
-            )
-            and not n["spec"].get("taints")
-        ),
-        lambda ready: ready == nodes,
-        timeout=300,
-        describe=f"{nodes} nodes Ready",
-    )
-    if mode in ("bridged", "claims"):
-        fleet = fleet_from_dict(
-            {
-                "pools": [
-                    {
-                        "name": "bench",
-                        "nodes": pool.node_names(),
-                        "profile": "h100-80gb-hbm3",
-                        "gpus": 8,
-                        "personality": "nvidia-v25.12",
-                    }
-                ]
-            }
-        )
-        Publisher(kube.api_client, fleet, cluster.minor.name, dry_run_first=False).publish_all()
-        kube.create(
-            b.device_class(
-                DRIVER,
-                selectors=[f'device.driver == "{DRIVER}"'],
-                extended_resource_name=GPU if mode == "bridged" else None,
-            )
-        )
-    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    wait_for(
-        lambda: kube.get("v1", "ServiceAccount", "default", NAMESPACE), timeout=60, describe="default SA"
-    )
-    if mode == "claims":
-        selector = f'device.attributes["{DRIVER}"].productName == "{PRODUCT}"'
-        kube.create(
-            b.claim_template("gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])])
-        )
-
-
-def _pod(mode: str, i: int) -> Obj:
-    name, labels = f"p-{i}", {BENCH_LABEL: "1"}
-    if mode == "plain":
-        return b.pod(name, NAMESPACE, labels=labels, containers=[b.container(requests={"cpu": "10m"})])
-    if mode in ("legacy", "bridged"):
-        return b.pod(name, NAMESPACE, labels=labels, containers=[b.container(limits={GPU: "1"})])
-    return b.pod(
-        name,
-        NAMESPACE,
-        labels=labels,
-        containers=[b.container(claims=["gpu"])],
-        claim_templates={"gpu": "gpu"},
-    )
-
-
-def _count(kube: Kube, kind: str, api: str = "v1") -> int:
-    return len(kube.list(api, kind, NAMESPACE))
-
-
-def _rep(kube: Kube, cluster: LocalCluster, scrape: _Scraper, mode: str, pods: int, rep: int) -> RepResult:
-    sched_pid = cluster.components["kube-scheduler"].pid
-    before = scrape.scheduler()
-    scheduled0 = metric_sum(before, "scheduler_schedule_attempts_total", result="scheduled") or 0.0
-    claims0 = first_metric(before, CLAIM_CREATE_METRICS, status="success") or 0.0
-    etcd0, cpu0 = scrape.etcd_db_bytes(), process_cpu_seconds(sched_pid)
-    throttled = 0
-    started = time.monotonic()
-    with (
-        Sampler(
-            lambda: (
-                metric_sum(scrape.scheduler(), "scheduler_schedule_attempts_total", result="scheduled") or 0.0
-            ),
-            1.0,
-        ) as scheduled,
-        Sampler(lambda: metric_sum(scrape.scheduler(), "scheduler_pending_pods") or 0.0, 0.5) as pending,
-    ):
-
-        def create(i: int) -> None:
-            nonlocal throttled
-            for _ in range(5):
-                try:
-                    kube.create(_pod(mode, rep * pods + i))
-                    return
-                except Exception as err:  # 429 is the API server's own throttling: count and retry
-                    if getattr(err, "status", None) != 429:
-                        raise
-                    throttled += 1
-
-        _parallel(create, list(range(pods)))
-        wait_for(
-            lambda: metric_sum(scrape.scheduler(), "scheduler_schedule_attempts_total", result="scheduled"),
-            lambda v: (v or 0) - scheduled0 >= pods,
-            timeout=600,
-            interval=0.5,
-            describe=f"{pods} {mode} pods scheduled",
-        )
-    seconds = time.monotonic() - started
-    after = scrape.scheduler()
-    windows = throughput_windows([v for v in scheduled.values if v == v])
-    objects = (
-        _count(kube, "Pod") + _count(kube, "ResourceClaim", "resource.k8s.io/v1") + _count(kube, "Event")
-    )
-    result = RepResult(
-        pods=pods,
-        seconds=round(seconds, 1),
-        avg_pods_per_s=round(pods / max(len(windows), 1), 1),
-        p50=percentile(windows, 50),
-        p90=percentile(windows, 90),
-        p99=percentile(windows, 99),
-        api_objects_per_pod=round(objects / pods, 2),
-        etcd_growth_bytes=scrape.etcd_db_bytes() - etcd0,
-        peak_pending_pods=max((v for v in pending.values if v == v), default=0.0),
-        scheduler_cpu_s=round(process_cpu_seconds(sched_pid) - cpu0, 2),
-        claims_created=(first_metric(after, CLAIM_CREATE_METRICS, status="success") or 0.0) - claims0,
-        throttled_requests=throttled,
-    )
-    _clear(kube)
-    return result
-
-
-def _clear(kube: Kube) -> None:
-    """Delete the repetition's pods at once and wait until their claims are gone too."""
-    kube.resource("v1", "Pod").delete(
-        namespace=NAMESPACE, body={"gracePeriodSeconds": 0}, label_selector=BENCH_LABEL + "=1"
-    )
-    wait_for(
-        lambda: (_count(kube, "Pod"), _count(kube, "ResourceClaim", "resource.k8s.io/v1")),
-        lambda counts: counts == (0, 0),
-        timeout=600,
-        interval=0.5,
-        describe="bench pods and claims deleted",
-    )
-
-
-def run_mode(minor: str, mode: str, nodes: int, pods: int, reps: int) -> ModeResult:
-    with LocalCluster(minor, "dra-all", client_qps=CLIENT_QPS) as cluster:
-        kube = Kube.from_kubeconfig(cluster.kubeconfig)
-        _setup(kube, cluster, mode, nodes)
-        scrape = _Scraper(cluster)
-        results = [_rep(kube, cluster, scrape, mode, pods, r) for r in range(reps)]
-        kube.close()
-    return ModeResult(mode, results)
+    apiserver_cpu_s: float
+    etcd_cpu_s: float
+    controller_manager_cpu_s: float
+    claims_created: float  # ResourceClaims the API server created
+    scheduler_claims_created: float  # ... of which the scheduler created (bridged)
+    client_throttle_s: float  # scheduler + controller-manager client-side rate-limiter waits
+    throttled_requests: int  # 429s the harness got while creating pods
+    harness_cpu_s: float  # this process (creating pods, sampling metrics): the machine is shared
+    cleanup_seconds: float = 0.0  # deleting the pods and claims afterwards (not measured time)
+    cleanup_cpu_s: float = 0.0  # ... and the control plane's CPU for it
+    objects_created: dict[str, float] = field(default_factory=dict)
 
 
 KEYS = (
     "avg_pods_per_s",
+    "steady_pods_per_s",
     "p50",
     "p90",
     "p99",
     "api_objects_per_pod",
+    "api_writes_per_pod",
     "etcd_growth_bytes",
     "peak_pending_pods",
     "scheduler_cpu_s",
+    "apiserver_cpu_s",
+    "etcd_cpu_s",
+    "controller_manager_cpu_s",
     "claims_created",
+    "scheduler_claims_created",
+    "create_seconds",
+    "client_throttle_s",
+    "throttled_requests",
+    "harness_cpu_s",
+)
+RATIO_KEYS = (
+    "avg_pods_per_s",
+    "steady_pods_per_s",
+    "steady_pods_per_s",
+    "api_objects_per_pod",
+    "api_writes_per_pod",
+    "scheduler_cpu_s",
+    "apiserver_cpu_s",
+    "etcd_growth_bytes",
 )
 
 
-def summarize(minor: str, nodes: int, pods: int, results: list[ModeResult]) -> dict[str, Any]:
-    by_mode = {r.mode: r for r in results}
-    out: dict[str, Any] = {"kubernetes": minor, "nodes": nodes, "pods": pods, "modes": {}}
-    for r in results:
-        medians = {k: r.median(k) for k in KEYS}
+def _settled(read: Callable[[], float], describe: str, timeout: float = 30) -> float:
+    """Wait until two reads half a second apart agree (events reach the API server late)."""
+    seen: list[float] = []
+
+    def observe() -> float:
+        seen.append(read())
+        return seen[-1]
+
+    wait_for(
+        observe,
+        lambda _: len(seen) > 1 and seen[-1] == seen[-2],
+        timeout=timeout,
+        interval=0.5,
+        describe=describe,
+    )
+    return seen[-1]
+
+
+class Bench:
+    def __init__(self, cluster: LocalCluster, kube: Kube, nodes: int, pods: int):
+        self.cluster, self.kube, self.pods = cluster, kube, pods
+        self.fleet = BenchFleet(kube, cluster, nodes)
+        self.scrape = Scraper(cluster)
+        self._next_pod = 0
+
+    def _create(self, mode: str) -> int:
+        """Create the pods concurrently; returns the 429s the API server answered."""
+        throttled = 0
+        path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+
+        def create(i: int) -> None:
+            nonlocal throttled
+            body = pod(mode, f"{mode}-{i}")
+            for _ in range(20):
+                status, text = self.kube.raw_post(path, body)
+                if status == 201:
+                    return
+                if status != 429:  # the API server's own throttling is counted and retried
+                    raise HarnessError(f"creating bench pod {mode}-{i}: HTTP {status}: {text[:200]}")
+                throttled += 1
+            raise HarnessError(f"creating bench pod {mode}-{i}: still throttled after 20 tries")
+
+        first = self._next_pod
+        self._next_pod += self.pods
+        parallel(create, list(range(first, first + self.pods)))
+        return throttled
+
+    def rep(self, mode: str, round_: int) -> RepResult:
+        self.fleet.switch_to(mode)
+        scrape, pods = self.scrape, self.pods
+        sched0, cm0, api0 = scrape.scheduler(), scrape.controller_manager(), scrape.apiserver_requests()
+        etcd0 = scrape.etcd_in_use_bytes()
+        cpu0 = {c: scrape.cpu_seconds(c) for c in CPU_COMPONENTS}
+        own0 = time.process_time()
+        target = (metric_sum(sched0, SCHEDULED, result="scheduled") or 0.0) + pods
+
+        def sample() -> dict[str, float]:
+            samples = scrape.scheduler(only=(SCHEDULED, PENDING))
+            return {
+                "scheduled": metric_sum(samples, SCHEDULED, result="scheduled") or 0.0,
+                "pending": metric_sum(samples, PENDING) or 0.0,
+            }
+
+        started = time.monotonic()
+        with Sampler(sample, SAMPLE_INTERVAL) as sampler:
+            throttled = self._create(mode)
+            created = time.monotonic()
+            wait_for(
+                lambda: sampler.latest("scheduled"),
+                lambda v: v is not None and v >= target,
+                timeout=600,
+                interval=0.05,
+                describe=f"{pods} {mode} pods bound (scheduler's scheduled-attempts counter)",
+            )
+        cpu1 = {c: scrape.cpu_seconds(c) for c in CPU_COMPONENTS}
+        own1 = time.process_time()
+        series = sampler.series("scheduled")
+        done = reaching_time(series, target) or time.monotonic()
+        windows = throughput_windows(series, started, done)
+        _settled(
+            lambda: sum(objects_created(scrape.apiserver_requests()).values()),
+            f"{mode}: API objects created (events arrive late)",
+        )
+        sched1, cm1, api1 = scrape.scheduler(), scrape.controller_manager(), scrape.apiserver_requests()
+        created_by = {
+            k: v - objects_created(api0).get(k, 0.0)
+            for k, v in objects_created(api1).items()
+            if v - objects_created(api0).get(k, 0.0) > 0
+        }
+        result = RepResult(
+            mode=mode,
+            round=round_,
+            pods=pods,
+            seconds=round(done - started, 2),
+            avg_pods_per_s=round(pods / (done - started), 1),
+            steady_pods_per_s=round(steady_rate(series, target - pods, pods), 1),
+            p50=round(percentile(windows, 50), 1),
+            p90=round(percentile(windows, 90), 1),
+            p99=round(percentile(windows, 99), 1),
+            create_seconds=round(created - started, 2),
+            api_objects_per_pod=round(sum(created_by.values()) / pods, 3),
+            api_writes_per_pod=round((writes(api1) - writes(api0)) / pods, 3),
+            etcd_growth_bytes=scrape.etcd_in_use_bytes() - etcd0,
+            peak_pending_pods=max((v["pending"] for _, v in sampler.samples), default=0.0),
+            scheduler_cpu_s=round(cpu1["kube-scheduler"] - cpu0["kube-scheduler"], 2),
+            apiserver_cpu_s=round(cpu1["kube-apiserver"] - cpu0["kube-apiserver"], 2),
+            etcd_cpu_s=round(cpu1["etcd"] - cpu0["etcd"], 2),
+            controller_manager_cpu_s=round(
+                cpu1["kube-controller-manager"] - cpu0["kube-controller-manager"], 2
+            ),
+            claims_created=created_by.get("resourceclaims", 0.0),
+            scheduler_claims_created=(first_metric(sched1, CLAIM_CREATE_METRICS, status="success") or 0.0)
+            - (first_metric(sched0, CLAIM_CREATE_METRICS, status="success") or 0.0),
+            client_throttle_s=round(
+                throttle_seconds(sched1)
+                - throttle_seconds(sched0)
+                + throttle_seconds(cm1)
+                - throttle_seconds(cm0),
+                3,
+            ),
+            throttled_requests=throttled,
+            harness_cpu_s=round(own1 - own0, 2),
+            objects_created=created_by,
+        )
+        want = pods if mode in CLAIM_MODES else 0
+        if result.claims_created != want:  # e.g. a pod that took the legacy path in bridged mode
+            raise HarnessError(
+                f"bench {mode} round {round_}: {result.claims_created:.0f} ResourceClaims created for "
+                f"{pods} pods, expected {want}; the figures would not measure {mode}"
+            )
+        return result
+
+    def _count(self, api_version: str, kind: str) -> int:
+        """Objects in the bench namespace, from a one-item page (remainingItemCount)."""
+        page = self.kube.resource(api_version, kind).get(namespace=NAMESPACE, limit=1).to_dict()
+        return len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
+
+    def clear(self) -> float:
+        """Delete the repetition's pods, claims and events at once, wait until they are gone
+        (each claim keeps a finalizer until the resourceclaim controller releases it), then
+        compact etcd, so every repetition starts from the same state; returns the CPU seconds
+        the control plane spent on it."""
+        cpu0 = sum(self.scrape.cpu_seconds(c) for c in CPU_COMPONENTS)
+        now = {"gracePeriodSeconds": 0}
+        everything = f"metadata.namespace={NAMESPACE}"
+        self.kube.resource("v1", "Pod").delete(
+            namespace=NAMESPACE, body=now, label_selector=BENCH_LABEL + "=1"
+        )
+        self.kube.resource("resource.k8s.io/v1", "ResourceClaim").delete(
+            namespace=NAMESPACE, body=now, field_selector=everything
+        )
+        self.kube.resource("v1", "Event").delete(namespace=NAMESPACE, field_selector=everything)
+        wait_for(
+            lambda: (self._count("v1", "Pod"), self._count("resource.k8s.io/v1", "ResourceClaim")),
+            lambda counts: counts == (0, 0),
+            timeout=600,
+            interval=0.25,
+            describe="bench pods and their claims deleted (pods, claims left)",
+        )
+        self.cluster.compact_etcd()
+        return sum(self.scrape.cpu_seconds(c) for c in CPU_COMPONENTS) - cpu0
+
+
+def _ratio(value: float, base: float) -> float | None:
+    return value / base if base else None
+
+
+def summarize(meta: dict[str, Any], results: list[RepResult]) -> dict[str, Any]:
+    """Medians and CV per mode; ratios to plain and legacy taken within each round."""
+    by = {(r.mode, r.round): r for r in results}
+    modes = list(dict.fromkeys(r.mode for r in results))
+    out: dict[str, Any] = {**meta, "modes": {}}
+    for mode in modes:
+        reps = [r for r in results if r.mode == mode]
         entry: dict[str, Any] = {
-            "median": medians,
-            "cv_percent": {k: round(r.cv(k), 1) for k in KEYS},
-            "reps": [asdict(x) for x in r.reps],
+            "median": {k: float(statistics.median(float(getattr(r, k)) for r in reps)) for k in KEYS},
+            "cv_percent": {k: round(cv([float(getattr(r, k)) for r in reps]), 1) for k in KEYS},
+            "reps": [asdict(r) for r in reps],
         }
         for base in ("plain", "legacy"):
-            if base in by_mode and base != r.mode:
-                ref = by_mode[base]
-                entry[f"ratio_to_{base}"] = {
-                    k: round(medians[k] / ref.median(k), 3) if ref.median(k) else None
-                    for k in ("avg_pods_per_s", "api_objects_per_pod", "scheduler_cpu_s", "etcd_growth_bytes")
-                }
-        out["modes"][r.mode] = entry
+            if base == mode or base not in modes:
+                continue
+            ratios: dict[str, float | None] = {}
+            spread: dict[str, float | None] = {}
+            for k in RATIO_KEYS:
+                per_round = [
+                    x
+                    for r in reps
+                    if (b := by.get((base, r.round))) is not None
+                    and (x := _ratio(float(getattr(r, k)), float(getattr(b, k)))) is not None
+                ]
+                ratios[k] = round(statistics.median(per_round), 3) if per_round else None
+                spread[k] = round(cv(per_round), 1) if per_round else None
+            entry[f"ratio_to_{base}"] = ratios
+            entry[f"ratio_cv_percent_to_{base}"] = spread
+        out["modes"][mode] = entry
     return out
 
 
-def run(
-    minor: str, nodes: int, pods: int, reps: int, modes: tuple[str, ...], out: Path | None
-) -> dict[str, Any]:
-    results = []
-    for mode in modes:
-        started = time.monotonic()
-        results.append(run_mode(minor, mode, nodes, pods, reps))
-        print(
-            f"bench {mode}: {time.monotonic() - started:.0f}s, median "
-            f"{results[-1].median('avg_pods_per_s'):.0f} pods/s",
-            flush=True,
+def schedule(modes: tuple[str, ...], reps: int) -> list[tuple[int, str]]:
+    """(round, mode) in run order: every other round runs the modes backwards, so no mode
+    always follows the same one and the legacy capacity switch flips less often."""
+    return [(r, m) for r in range(reps) for m in (modes if r % 2 == 0 else modes[::-1])]
+
+
+def validate(nodes: int, pods: int, reps: int, modes: tuple[str, ...]) -> None:
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown or not modes:
+        raise HarnessError(f"unknown bench mode {', '.join(unknown) or '(none)'}; valid: {', '.join(MODES)}")
+    for name, value in (("nodes", nodes), ("pods", pods), ("reps", reps)):
+        if value < 1:
+            raise HarnessError(f"--{name} must be at least 1, got {value}")
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A terminal table of the medians, CVs and ratios to legacy."""
+    head = (
+        f"Kubernetes {summary['git_version']}: {summary['nodes']} nodes x 8 GPUs, {summary['pods']} pods, "
+        f"{summary['reps']} rounds, {summary['wall_seconds']:.0f}s"
+    )
+    cols = f"{'mode':<8} {'pods/s':>7} {'CV%':>5} {'xlegacy':>8} {'CV%':>5} {'schedCPU':>9} {'xlegacy':>8} "
+    cols += f"{'obj/pod':>8} {'wr/pod':>7} {'etcd MB':>8} {'pending':>8} {'throttle':>9}"
+    lines = [head, cols]
+    for mode, e in summary["modes"].items():
+        med, spread = e["median"], e["cv_percent"]
+        ratio, ratio_cv = e.get("ratio_to_legacy") or {}, e.get("ratio_cv_percent_to_legacy") or {}
+
+        def fmt(v: float | None, spec: str) -> str:
+            return "-" if v is None else format(v, spec)
+
+        lines.append(
+            f"{mode:<8} {med['avg_pods_per_s']:7.1f} {spread['avg_pods_per_s']:5.1f} "
+            f"{fmt(ratio.get('avg_pods_per_s'), '8.3f'):>8} {fmt(ratio_cv.get('avg_pods_per_s'), '5.1f'):>5} "
+            f"{med['scheduler_cpu_s']:9.1f} {fmt(ratio.get('scheduler_cpu_s'), '8.2f'):>8} "
+            f"{med['api_objects_per_pod']:8.2f} {med['api_writes_per_pod']:7.2f} "
+            f"{med['etcd_growth_bytes'] / 1e6:8.1f} {med['peak_pending_pods']:8.0f} "
+            f"{med['client_throttle_s'] + med['throttled_requests']:9.1f}"
         )
-    summary = summarize(minor, nodes, pods, results)
+    return "\n".join(lines)
+
+
+def run(
+    minor: str,
+    nodes: int,
+    pods: int,
+    reps: int,
+    modes: tuple[str, ...],
+    out: Path | None,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    validate(nodes, pods, reps, modes)
+    started = time.monotonic()
+    results: list[RepResult] = []
+    with LocalCluster(
+        minor,
+        "dra-all",
+        client_qps=CLIENT_QPS,
+        simulate_pods=False,
+        # Compaction only between repetitions (Bench.clear): etcd's in-use size then grows by
+        # exactly what a repetition wrote.
+        # More DeleteCollection workers: clearing 2,000 pods takes seconds, not ~18s with one.
+        component_flags={
+            "kube-apiserver": ["--etcd-compaction-interval=0", "--delete-collection-workers=16"]
+        },
+    ) as cluster:
+        kube = Kube.from_kubeconfig(cluster.kubeconfig)
+        try:
+            bench = Bench(cluster, kube, nodes, pods)
+            bench.fleet.setup()
+            setup_seconds = time.monotonic() - started
+            progress(f"bench setup: {nodes} nodes x 8 GPUs published in {setup_seconds:.0f}s")
+            plan = schedule(modes, reps)
+            for i, (round_, mode) in enumerate(plan):
+                r = bench.rep(mode, round_)
+                if i < len(plan) - 1:  # the last repetition's objects go with the cluster
+                    cleared = time.monotonic()
+                    r.cleanup_cpu_s = round(bench.clear(), 2)
+                    r.cleanup_seconds = round(time.monotonic() - cleared, 1)
+                results.append(r)
+                progress(
+                    f"bench round {round_ + 1}/{reps} {mode:<7}: {r.avg_pods_per_s:6.1f} pods/s "
+                    f"({r.seconds:.1f}s, cleanup {r.cleanup_seconds:.1f}s)"
+                )
+            git_version = kube.git_version()
+        finally:
+            kube.close()
+    meta = {
+        "kubernetes": minor,
+        "git_version": git_version,
+        "nodes": nodes,
+        "pods": pods,
+        "reps": reps,
+        "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "setup_seconds": round(setup_seconds, 1),
+        "wall_seconds": round(time.monotonic() - started, 1),
+    }
+    summary = summarize(meta, results)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(summary, indent=2))

@@ -49,13 +49,17 @@ def _outcome_stage(pod_complete: dict[str, Any], phase: str, exit_code: int) -> 
     return stage
 
 
-def kwok_stages(matrix: Matrix) -> list[dict[str, Any]]:
+def kwok_stages(matrix: Matrix, *, pods: bool = True) -> list[dict[str, Any]]:
+    """Node stages always; pod stages unless `pods` is False (bound pods then stay Pending,
+    as in upstream scheduler_perf, which runs no kubelets)."""
     source = module_dir(matrix.kwok_module, matrix.kwok_version)
     stages = [yaml.safe_load((source / rel).read_text()) for rel in _UPSTREAM_STAGES]
+    if not pods:
+        return [s for s in stages if s["spec"]["resourceRef"]["kind"] == "Node"]
     pod_complete = next(s for s in stages if s["metadata"]["name"] == "pod-complete")
     return [*stages, _outcome_stage(pod_complete, "Succeeded", 0), _outcome_stage(pod_complete, "Failed", 1)]
 
 
-def kwok_config(matrix: Matrix, path: Path) -> Path:
-    path.write_text(yaml.safe_dump_all(kwok_stages(matrix), sort_keys=False))
+def kwok_config(matrix: Matrix, path: Path, *, pods: bool = True) -> Path:
+    path.write_text(yaml.safe_dump_all(kwok_stages(matrix, pods=pods), sort_keys=False))
     return path

@@ -10,16 +10,20 @@ RBAC, the cell's feature gates and runtime-config. Usable without pytest:
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import yaml
 
@@ -64,13 +68,20 @@ class LocalCluster:
         keep_run_dir: bool = False,
         matrix: Matrix | None = None,
         client_qps: int | None = None,
+        simulate_pods: bool = True,
+        component_flags: Mapping[str, Sequence[str]] | None = None,
     ):
         """`client_qps`: QPS and burst of the scheduler's and controller-manager's API clients;
         None keeps the upstream defaults (scheduler 50/100, controller-manager 20/30).
         Benchmarks raise it, as upstream scheduler_perf does, so client-side rate limiters
-        do not hide the cost being measured."""
+        do not hide the cost being measured.
+        `simulate_pods=False`: kwok keeps the nodes alive but runs no pods, so bound pods
+        cost only the scheduler's writes (benchmarks, as upstream scheduler_perf).
+        `component_flags`: extra flags per component name, appended last so they win."""
         self.matrix = matrix or load_matrix()
         self.client_qps = client_qps
+        self.simulate_pods = simulate_pods
+        self.component_flags = {k: list(v) for k, v in (component_flags or {}).items()}
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
         self.profile: GateProfile = self.minor.profile(profile or self.matrix.default_profile)
         self._own_run_dir = run_dir is None
@@ -155,6 +166,27 @@ class LocalCluster:
     def resume_component(self, component: str) -> None:
         os.killpg(self.components[component].pid, signal.SIGCONT)
 
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to now (what the API server does every 5 minutes) through
+        etcd's JSON gateway; returns the revision. Benchmarks call it between repetitions."""
+        base = f"http://127.0.0.1:{self.ports.etcd_client}/v3/kv"
+
+        def post(path: str, body: dict[str, object]) -> dict[str, Any]:
+            request = urllib.request.Request(
+                f"{base}/{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                answer: dict[str, Any] = json.loads(resp.read())
+                return answer
+
+        revision = int(post("range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"])
+        try:
+            post("compaction", {"revision": revision, "physical": True})
+        except urllib.error.HTTPError as err:  # nothing written since the last compaction
+            if "compacted" not in err.read().decode("utf-8", "replace"):
+                raise
+        return revision
+
     def check_running(self) -> None:
         for proc in self.components.values():
             proc.check_running()
@@ -222,6 +254,7 @@ class LocalCluster:
     def _launch(self, name: str) -> None:
         assert self._binary is not None, "start() sets the binary"
         argv = self._kwok_argv() if name == "kwok" else [str(self._binary), name, *self._flags(name)]
+        argv += self.component_flags.get(name, [])
         proc = ManagedProcess(name, argv, self.log_path(name))
         self.components[name] = proc
         proc.start()
@@ -353,7 +386,7 @@ class LocalCluster:
 
     def _kwok_argv(self) -> list[str]:
         assert self._kwok is not None
-        config = kwok_config(self.matrix, self.run_dir / "kwok.yaml")
+        config = kwok_config(self.matrix, self.run_dir / "kwok.yaml", pods=self.simulate_pods)
         return [
             str(self._kwok),
             f"--kubeconfig={self.kubeconfig}",

@@ -25,6 +25,7 @@ from typing import Any
 
 import jinja2
 
+from harness.bench.modes import MODE_DESCRIPTIONS
 from harness.errors import HarnessError
 from harness.readiness.checks import (
     CHECKS,
@@ -328,18 +329,12 @@ def load_cells(dirs: Sequence[Path]) -> tuple[list[CellReport], list[str], list[
     return ordered, notes, checks
 
 
-# What each mode of bench/scale.py (harness/bench/scale.py) measures, for the cost table.
-SCALE_MODES = {
-    "plain": "CPU-only pods (baseline)",
-    "legacy": "device plugin: pods request nvidia.com/gpu",
-    "bridged": "DRA, unchanged pods: nvidia.com/gpu mapped by a DeviceClass",
-    "claims": "DRA ResourceClaimTemplate with a CEL selector",
-}
 # median key -> column, scale; ratio_to_legacy key -> column.
 SCALE_METRICS = (
     ("avg_pods_per_s", "pods/s", 1.0),
     ("p50", "pods/s p50 (1s windows)", 1.0),
     ("api_objects_per_pod", "API objects/pod", 1.0),
+    ("api_writes_per_pod", "API writes/pod", 1.0),
     ("etcd_growth_bytes", "etcd growth (MB)", 1e-6),
     ("scheduler_cpu_s", "scheduler CPU (s)", 1.0),
     ("peak_pending_pods", "peak pending pods", 1.0),
@@ -363,10 +358,13 @@ def _scale_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
         cv = (entry.get("cv_percent") or {}).get("avg_pods_per_s")
         if cv is not None:
             metrics["pods/s CV (%)"] = float(cv)
+        ratio_cv = (entry.get("ratio_cv_percent_to_legacy") or {}).get("avg_pods_per_s")
+        if ratio_cv is not None:
+            metrics["pods/s vs legacy CV (%)"] = float(ratio_cv)
         rows.append(
             {
                 "cell": str(data["kubernetes"]),
-                "scenario": f"{mode}: {SCALE_MODES.get(mode, mode)}",
+                "scenario": f"{mode}: {MODE_DESCRIPTIONS.get(mode, mode)}",
                 "nodes": int(data.get("nodes", 0)),
                 "pods": int(data.get("pods", 0)),
                 "metrics": metrics,

@@ -180,11 +180,7 @@ def test_class_without_extended_resource_name_leaves_legacy_pods_pending_until_i
         assert finding.message == f"requests {legacy_name}, which no DeviceClass maps and no node advertises"
         if not cell.gate("DRAExtendedResource"):
             return  # the fix below needs the bridge; the bridge-unavailable suite covers this cell
-        kube.resource(RESOURCE_API, "DeviceClass").patch(
-            name=class_name,
-            body={"spec": {"extendedResourceName": legacy_name}},
-            content_type="application/merge-patch+json",
-        )
+        kube.patch(RESOURCE_API, "DeviceClass", class_name, {"spec": {"extendedResourceName": legacy_name}})
         wait_phase(kube, namespace, "legacy", "Running")
     finally:
         kube.delete(RESOURCE_API, "DeviceClass", class_name)

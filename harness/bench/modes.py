@@ -1,0 +1,126 @@
+"""The scale benchmark's four modes on one fleet: what each mode's pods ask for and the
+switches that make the same nodes serve each mode.
+
+  plain     pods with a CPU request only
+  legacy    nodes advertise nvidia.com/gpu themselves (device plugin); pods request it
+  bridged   no node advertises it; the DeviceClass maps nvidia.com/gpu (extendedResourceName)
+            to the 8 DRA devices each node publishes, so the same pods get DRA devices
+  claims    pods use a ResourceClaimTemplate with a CEL selector on productName
+
+All modes share one cluster, one set of nodes and one set of ResourceSlices, so they run
+interleaved, one round after another, and drift on a shared machine hits every mode alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from fake_driver.fleet import fleet_from_dict
+from fake_driver.publisher import Publisher
+from harness import builders as b
+from harness.clusters.local import LocalCluster
+from harness.clusters.nodes import NodePool, node_manifest, node_ready
+from harness.kube import Kube, Obj
+from harness.waits import wait_for
+
+MODES = ("plain", "legacy", "bridged", "claims")
+MODE_DESCRIPTIONS = {
+    "plain": "CPU-only pods (baseline)",
+    "legacy": "device plugin: pods request nvidia.com/gpu",
+    "bridged": "DRA, unchanged pods: nvidia.com/gpu mapped by a DeviceClass",
+    "claims": "DRA ResourceClaimTemplate with a CEL selector",
+}
+GPU = "nvidia.com/gpu"
+GPUS_PER_NODE = 8
+DRIVER = "gpu.nvidia.com"
+PROFILE = "h100-80gb-hbm3"
+PERSONALITY = "nvidia-v25.12"
+PRODUCT = "NVIDIA H100 80GB HBM3"
+NAMESPACE = "bench"
+POOL = "bench"
+BENCH_LABEL = "dra-harness.io/bench"
+CLAIM_MODES = frozenset({"bridged", "claims"})
+
+
+def parallel(fn: Callable[[Any], object], items: list[Any], workers: int = 32) -> None:
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(fn, items))
+
+
+class BenchFleet:
+    """N simulated nodes x 8 GPUs, published as DRA devices, switchable between modes."""
+
+    def __init__(self, kube: Kube, cluster: LocalCluster, nodes: int):
+        self.kube, self.cluster = kube, cluster
+        self.pool = NodePool(POOL, nodes)
+        self.legacy_capacity = False
+        self.bridged_class = False
+
+    def setup(self) -> None:
+        names = self.pool.node_names()
+        parallel(lambda name: self.kube.create(node_manifest(self.pool, name)), names)
+        wait_for(
+            lambda: sum(1 for n in self.kube.list("v1", "Node") if node_ready(n)),
+            lambda ready: ready == len(names),
+            timeout=300,
+            describe=f"{len(names)} bench nodes Ready",
+        )
+        fleet = fleet_from_dict(
+            {
+                "pools": [
+                    {
+                        "name": POOL,
+                        "nodes": names,
+                        "profile": PROFILE,
+                        "gpus": GPUS_PER_NODE,
+                        "personality": PERSONALITY,
+                    }
+                ]
+            }
+        )
+        Publisher(self.kube.api_client, fleet, self.cluster.minor.name, dry_run_first=False).publish_all()
+        self.kube.create(b.device_class(DRIVER, selectors=[f'device.driver == "{DRIVER}"']))
+        self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        wait_for(
+            lambda: self.kube.get("v1", "ServiceAccount", "default", NAMESPACE),
+            timeout=60,
+            describe="default ServiceAccount of the bench namespace",
+        )
+        selector = f'device.attributes["{DRIVER}"].productName == "{PRODUCT}"'
+        self.kube.create(
+            b.claim_template("gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])])
+        )
+
+    def switch_to(self, mode: str) -> None:
+        """Nodes advertise the GPUs themselves only for legacy (where they do, allocatable wins
+        over the bridge); the class maps nvidia.com/gpu only for bridged."""
+        if self.legacy_capacity != (mode == "legacy"):
+            self.legacy_capacity = mode == "legacy"
+            value = str(GPUS_PER_NODE) if self.legacy_capacity else None
+            patch = {"status": {"capacity": {GPU: value}, "allocatable": {GPU: value}}}
+            parallel(lambda n: self.kube.patch_status("v1", "Node", n, patch), self.pool.node_names())
+        if self.bridged_class != (mode == "bridged"):
+            self.bridged_class = mode == "bridged"
+            self.kube.patch(
+                "resource.k8s.io/v1",
+                "DeviceClass",
+                DRIVER,
+                {"spec": {"extendedResourceName": GPU if self.bridged_class else None}},
+            )
+
+
+def pod(mode: str, name: str) -> Obj:
+    labels = {BENCH_LABEL: "1"}
+    if mode == "plain":
+        return b.pod(name, NAMESPACE, labels=labels, containers=[b.container(requests={"cpu": "10m"})])
+    if mode in ("legacy", "bridged"):
+        return b.pod(name, NAMESPACE, labels=labels, containers=[b.container(limits={GPU: "1"})])
+    return b.pod(
+        name,
+        NAMESPACE,
+        labels=labels,
+        containers=[b.container(claims=["gpu"])],
+        claim_templates={"gpu": "gpu"},
+    )

@@ -1,0 +1,80 @@
+"""Reads the local cluster's own metrics endpoints and process CPU for the benchmarks."""
+
+from __future__ import annotations
+
+import ssl
+
+from harness.bench.metrics import metric_sum, parse_metrics, process_cpu_seconds
+from harness.clusters import health
+from harness.clusters.local import LocalCluster
+
+Samples = list[tuple[str, dict[str, str], float]]
+
+# Resources whose writes are background, not the pods' cost: kwok's node heartbeats.
+BACKGROUND_RESOURCES = frozenset({"leases", "nodes"})
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY"})
+REQUESTS = "apiserver_request_total"
+
+
+class Scraper:
+    def __init__(self, cluster: LocalCluster):
+        self.cluster = cluster
+        self._ctx = health.tls_context(None, cluster.pki.admin)  # self-signed serving certs
+        self._api_ctx = health.tls_context(cluster.pki.ca.cert, cluster.pki.admin)
+
+    def _get(
+        self, url: str, ctx: ssl.SSLContext | None = None, timeout: float = 10, only: tuple[str, ...] = ()
+    ) -> Samples:
+        status, body = health.get(url, ctx, timeout=timeout)
+        if status != 200:
+            raise RuntimeError(f"{url}: HTTP {status}: {body[:200]}")
+        return parse_metrics(body, only)
+
+    def scheduler(self, only: tuple[str, ...] = ()) -> Samples:
+        return self._get(f"https://127.0.0.1:{self.cluster.ports.scheduler}/metrics", self._ctx, 5, only)
+
+    def controller_manager(self) -> Samples:
+        return self._get(f"https://127.0.0.1:{self.cluster.ports.controller_manager}/metrics", self._ctx)
+
+    def apiserver_requests(self) -> Samples:
+        """The API server's request counters (its whole page is megabytes of histograms)."""
+        return self._get(f"{self.cluster.server}/metrics", self._api_ctx, 30, only=(REQUESTS,))
+
+    def etcd_in_use_bytes(self) -> float:
+        samples = self._get(f"http://127.0.0.1:{self.cluster.ports.etcd_client}/metrics")
+        return metric_sum(samples, "etcd_mvcc_db_total_size_in_use_in_bytes") or 0.0
+
+    def cpu_seconds(self, component: str) -> float:
+        return process_cpu_seconds(self.cluster.components[component].pid)
+
+
+def objects_created(apiserver: Samples) -> dict[str, float]:
+    """Objects the API server created (POST answered 201, no subresource), per resource."""
+    out: dict[str, float] = {}
+    for name, labels, value in apiserver:
+        if (
+            name == REQUESTS
+            and labels.get("verb") == "POST"
+            and labels.get("code") == "201"
+            and not labels.get("subresource")
+            and labels.get("dry_run", "") == ""
+        ):
+            out[labels["resource"]] = out.get(labels["resource"], 0.0) + value
+    return out
+
+
+def writes(apiserver: Samples) -> float:
+    """Successful writes (any resource or subresource but the heartbeats)."""
+    return sum(
+        value
+        for name, labels, value in apiserver
+        if name == REQUESTS
+        and labels.get("verb") in WRITE_VERBS
+        and labels.get("code", "").startswith("2")
+        and labels.get("resource") not in BACKGROUND_RESOURCES
+    )
+
+
+def throttle_seconds(samples: Samples) -> float:
+    """Seconds a component's API client waited on its own client-side rate limiter."""
+    return metric_sum(samples, "rest_client_rate_limiter_duration_seconds_sum") or 0.0

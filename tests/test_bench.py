@@ -1,0 +1,214 @@
+"""The scale benchmark's pure parts: metric parsing, throughput arithmetic, API-server
+counters, and the summary's per-round ratios."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from harness.bench.metrics import (
+    cv,
+    parse_metrics,
+    percentile,
+    reaching_time,
+    steady_rate,
+    throughput_windows,
+    value_at,
+)
+from harness.bench.scale import RepResult, format_summary, schedule, summarize
+from harness.bench.scrape import objects_created, throttle_seconds, writes
+
+SCHEDULER_PAGE = """\
+# HELP scheduler_schedule_attempts_total [STABLE] Number of attempts to schedule pods
+# TYPE scheduler_schedule_attempts_total counter
+scheduler_schedule_attempts_total{profile="default-scheduler",result="error"} 2
+scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 1500
+scheduler_schedule_attempts_total{profile="default-scheduler",result="unschedulable"} 7
+scheduler_pending_pods{queue="active"} 3
+scheduler_pending_pods{queue="backoff"} 4
+scheduler_pending_pods{queue="unschedulable"} 5
+rest_client_rate_limiter_duration_seconds_sum{host="127.0.0.1:6443",verb="POST"} 0.25
+rest_client_rate_limiter_duration_seconds_sum{host="127.0.0.1:6443",verb="PUT"} 0.5
+"""
+
+
+def _request(
+    verb: str, code: int, resource: str, value: int, subresource: str = "", dry_run: str = ""
+) -> str:
+    labels = (
+        f'code="{code}",dry_run="{dry_run}",resource="{resource}",subresource="{subresource}",verb="{verb}"'
+    )
+    return f"apiserver_request_total{{{labels}}} {value}"
+
+
+APISERVER_PAGE = "\n".join(
+    [
+        _request("POST", 201, "pods", 2000),
+        _request("POST", 201, "pods", 2000, subresource="binding"),
+        _request("POST", 201, "events", 1990),
+        _request("POST", 201, "pods", 9, dry_run="All"),
+        _request("POST", 409, "resourceclaims", 3),
+        _request("POST", 201, "resourceclaims", 2000),
+        _request("PUT", 200, "resourceclaims", 2000, subresource="status"),
+        _request("PUT", 200, "leases", 700),
+        _request("PATCH", 200, "nodes", 50, subresource="status"),
+        _request("LIST", 200, "pods", 12),
+    ]
+)
+
+
+def test_parse_metrics_reads_labels_and_can_keep_only_named_series() -> None:
+    samples = parse_metrics(SCHEDULER_PAGE)
+    assert len(samples) == 8
+    assert samples[1] == (
+        "scheduler_schedule_attempts_total",
+        {"profile": "default-scheduler", "result": "scheduled"},
+        1500.0,
+    )
+    only = parse_metrics(SCHEDULER_PAGE, only=("scheduler_pending_pods",))
+    assert [v for _, _, v in only] == [3.0, 4.0, 5.0]
+
+
+def test_objects_created_counts_201_posts_without_subresource_or_dry_run() -> None:
+    samples = parse_metrics(APISERVER_PAGE)
+    assert objects_created(samples) == {"pods": 2000.0, "events": 1990.0, "resourceclaims": 2000.0}
+
+
+def test_writes_count_successful_writes_of_every_subresource_but_heartbeats() -> None:
+    # pods 2000 + 9 (dry run is still a write request) + binding 2000 + events 1990 + claims
+    # 2000 + claim status 2000; not the 409, the leases, the node status or the LIST.
+    assert writes(parse_metrics(APISERVER_PAGE)) == 2000 + 9 + 2000 + 1990 + 2000 + 2000
+
+
+def test_throttle_seconds_sums_every_verb() -> None:
+    assert throttle_seconds(parse_metrics(SCHEDULER_PAGE)) == 0.75
+
+
+def test_reaching_time_interpolates_between_samples() -> None:
+    series = [(10.0, 0.0), (11.0, 100.0), (12.0, 300.0), (13.0, 400.0)]
+    assert reaching_time(series, 200.0) == 11.5
+    assert reaching_time(series, 400.0) == 13.0
+    assert reaching_time(series, 401.0) is None
+    assert reaching_time([(5.0, 10.0)], 10.0) == 5.0
+
+
+def test_steady_rate_leaves_out_ramp_up_and_stragglers() -> None:
+    # 1000 pods on top of 500 earlier ones: 100 in the first 5s, 800 in the next 4s, 100 in 10s.
+    series = [(0.0, 500.0), (5.0, 600.0), (9.0, 1400.0), (19.0, 1500.0)]
+    assert steady_rate(series, 500.0, 1000.0) == 200.0
+    assert steady_rate(series[:2], 500.0, 1000.0) == 0.0  # never reached 90 %
+
+
+def test_schedule_runs_every_other_round_backwards() -> None:
+    assert schedule(("a", "b", "c"), 3) == [
+        (0, "a"),
+        (0, "b"),
+        (0, "c"),
+        (1, "c"),
+        (1, "b"),
+        (1, "a"),
+        (2, "a"),
+        (2, "b"),
+        (2, "c"),
+    ]
+
+
+def test_value_at_is_linear_inside_and_flat_outside() -> None:
+    series = [(1.0, 0.0), (3.0, 100.0)]
+    assert [value_at(series, t) for t in (0.0, 1.0, 2.0, 2.5, 3.0, 9.0)] == [
+        0.0,
+        0.0,
+        50.0,
+        75.0,
+        100.0,
+        100.0,
+    ]
+
+
+def test_throughput_windows_are_per_second_and_trimmed_to_activity() -> None:
+    # Nothing for 2s, then 100/s for 3s, then nothing: whatever the sampling interval.
+    series = [(0.0, 0.0), (2.0, 0.0), (3.5, 150.0), (5.0, 300.0), (7.0, 300.0)]
+    assert throughput_windows(series, 0.0, 7.0) == [100.0, 100.0, 100.0]
+    assert throughput_windows(series, 0.0, 0.5) == []
+    assert throughput_windows([(0.0, 0.0), (0.4, 20.0)], 0.0, 0.4) == pytest.approx([50.0])
+
+
+def test_percentile_and_cv() -> None:
+    assert [percentile([5.0, 1.0, 3.0, 2.0, 4.0], q) for q in (0, 50, 90, 100)] == [1.0, 3.0, 5.0, 5.0]
+    assert percentile([], 50) == 0.0
+    assert cv([10.0, 10.0, 10.0]) == 0.0
+    assert cv([9.0, 10.0, 11.0]) == pytest.approx(10.0)
+    assert cv([4.0]) == 0.0
+
+
+def _rep(mode: str, round_: int, pods_per_s: float, cpu: float) -> RepResult:
+    zero = {f.name: 0.0 for f in dataclasses.fields(RepResult) if f.type in ("float", "int")}
+    return RepResult(
+        **{
+            **zero,
+            "mode": mode,
+            "round": round_,
+            "pods": 100,
+            "avg_pods_per_s": pods_per_s,
+            "scheduler_cpu_s": cpu,
+            "throttled_requests": 0,
+            "api_objects_per_pod": 2.0 if mode == "legacy" else 3.0,
+        }
+    )
+
+
+def test_summary_takes_ratios_within_each_round() -> None:
+    # The machine gets slower in round 1: the ratio to legacy holds, the raw figures drift.
+    results = [
+        _rep("legacy", 0, 200.0, 5.0),
+        _rep("bridged", 0, 50.0, 40.0),
+        _rep("legacy", 1, 100.0, 5.0),
+        _rep("bridged", 1, 25.0, 40.0),
+        _rep("legacy", 2, 150.0, 5.0),
+        _rep("bridged", 2, 37.5, 40.0),
+    ]
+    summary = summarize({"kubernetes": "1.37", "nodes": 5, "pods": 100}, results)
+    bridged = summary["modes"]["bridged"]
+    assert bridged["median"]["avg_pods_per_s"] == 37.5
+    assert bridged["cv_percent"]["avg_pods_per_s"] == pytest.approx(33.3, abs=0.05)
+    assert bridged["ratio_to_legacy"]["avg_pods_per_s"] == 0.25
+    assert bridged["ratio_cv_percent_to_legacy"]["avg_pods_per_s"] == 0.0
+    assert bridged["ratio_to_legacy"]["scheduler_cpu_s"] == 8.0
+    assert bridged["ratio_to_legacy"]["api_objects_per_pod"] == 1.5
+    assert bridged["ratio_to_legacy"]["etcd_growth_bytes"] is None  # legacy grew 0: no ratio
+    assert "ratio_to_plain" not in bridged
+    assert "ratio_to_legacy" not in summary["modes"]["legacy"]
+    assert [r["round"] for r in bridged["reps"]] == [0, 1, 2]
+
+
+def test_format_summary_prints_one_row_per_mode() -> None:
+    results = [_rep("legacy", 0, 200.0, 5.0), _rep("bridged", 0, 50.0, 40.0)]
+    summary = summarize(
+        {
+            "kubernetes": "1.37",
+            "git_version": "v1.37.2",
+            "nodes": 5,
+            "pods": 100,
+            "reps": 1,
+            "wall_seconds": 9.0,
+        },
+        results,
+    )
+    lines = format_summary(summary).splitlines()
+    assert lines[0] == "Kubernetes v1.37.2: 5 nodes x 8 GPUs, 100 pods, 1 rounds, 9s"
+    assert lines[2].split() == [
+        "legacy",
+        "200.0",
+        "0.0",
+        "-",
+        "-",
+        "5.0",
+        "-",
+        "2.00",
+        "0.00",
+        "0.0",
+        "0",
+        "0.0",
+    ]
+    assert lines[3].split()[:7] == ["bridged", "50.0", "0.0", "0.250", "0.0", "40.0", "8.00"]
