@@ -4,6 +4,8 @@ counters, and the summary's per-round ratios."""
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from harness.bench.metrics import (
     percentile,
     reaching_time,
     steady_rate,
+    steal_seconds,
     throughput_windows,
     value_at,
 )
@@ -98,6 +101,13 @@ def test_steady_rate_leaves_out_ramp_up_and_stragglers() -> None:
     series = [(0.0, 500.0), (5.0, 600.0), (9.0, 1400.0), (19.0, 1500.0)]
     assert steady_rate(series, 500.0, 1000.0) == 200.0
     assert steady_rate(series[:2], 500.0, 1000.0) == 0.0  # never reached 90 %
+
+
+def test_steal_seconds_reads_the_eighth_cpu_column(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat.write_text(f"cpu  1 2 3 4 5 6 7 {3 * ticks} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    assert steal_seconds(str(stat)) == 3.0
 
 
 def test_schedule_runs_every_other_round_backwards() -> None:

@@ -60,6 +60,13 @@ def process_cpu_seconds(pid: int) -> float:
 Series = list[tuple[float, float]]  # (monotonic time, cumulative value)
 
 
+def steal_seconds(stat: str = "/proc/stat") -> float:
+    """The machine's steal time so far (all CPUs): time a VM's CPUs waited for the host."""
+    with open(stat) as f:
+        fields = f.readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if fields[0] == "cpu" and len(fields) > 8 else 0.0
+
+
 @dataclass
 class Sampler:
     """Calls `sample()` every `interval` seconds on a thread until stopped and keeps each
