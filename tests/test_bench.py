@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,19 +154,17 @@ def test_percentile_and_cv() -> None:
 
 
 def _rep(mode: str, round_: int, pods_per_s: float, cpu: float) -> RepResult:
-    zero = {f.name: 0.0 for f in dataclasses.fields(RepResult) if f.type in ("float", "int")}
-    return RepResult(
-        **{
-            **zero,
-            "mode": mode,
-            "round": round_,
-            "pods": 100,
-            "avg_pods_per_s": pods_per_s,
-            "scheduler_cpu_s": cpu,
-            "throttled_requests": 0,
-            "api_objects_per_pod": 2.0 if mode == "legacy" else 3.0,
-        }
+    zero: dict[str, Any] = {f.name: 0.0 for f in dataclasses.fields(RepResult) if f.type in ("float", "int")}
+    zero.update(
+        mode=mode,
+        round=round_,
+        pods=100,
+        avg_pods_per_s=pods_per_s,
+        scheduler_cpu_s=cpu,
+        throttled_requests=0,
+        api_objects_per_pod=2.0 if mode == "legacy" else 3.0,
     )
+    return RepResult(**zero)
 
 
 def test_summary_takes_ratios_within_each_round() -> None:
