@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fake_driver.fleet import fleet_from_dict
+from fake_driver.profiles import get_profile
 from fake_driver.publisher import Publisher
 from harness import builders as b
 from harness.clusters.local import LocalCluster
@@ -37,7 +38,6 @@ GPUS_PER_NODE = 8
 DRIVER = "gpu.nvidia.com"
 PROFILE = "h100-80gb-hbm3"
 PERSONALITY = "nvidia-v25.12"
-PRODUCT = "NVIDIA H100 80GB HBM3"
 NAMESPACE = "bench"
 POOL = "bench"
 BENCH_LABEL = "dra-harness.io/bench"
@@ -88,7 +88,8 @@ class BenchFleet:
             timeout=60,
             describe="default ServiceAccount of the bench namespace",
         )
-        selector = f'device.attributes["{DRIVER}"].productName == "{PRODUCT}"'
+        product = get_profile(PROFILE).product_name  # the hardware fact lives in the profile
+        selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
         self.kube.create(
             b.claim_template("gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])])
         )

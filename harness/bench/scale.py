@@ -39,7 +39,7 @@ from harness.bench.metrics import (
     throughput_windows,
 )
 from harness.bench.modes import BENCH_LABEL, CLAIM_MODES, MODES, NAMESPACE, BenchFleet, parallel, pod
-from harness.bench.scrape import Scraper, objects_created, throttle_seconds, writes
+from harness.bench.scrape import Samples, Scraper, objects_created, throttle_seconds, writes
 from harness.clusters.local import LocalCluster
 from harness.errors import HarnessError
 from harness.kube import Kube
@@ -121,17 +121,20 @@ RATIO_KEYS = (
 )
 
 
-def _settled(read: Callable[[], float], describe: str, timeout: float = 30) -> float:
-    """Wait until two reads half a second apart agree (events reach the API server late)."""
-    seen: list[float] = []
+def _settled(read: Callable[[], Samples], describe: str, timeout: float = 30) -> Samples:
+    """The API server's counters once the objects created stop changing between two reads
+    half a second apart (events reach the API server late)."""
+    seen: list[Samples] = []
+    totals: list[float] = []
 
     def observe() -> float:
         seen.append(read())
-        return seen[-1]
+        totals.append(sum(objects_created(seen[-1]).values()))
+        return totals[-1]
 
     wait_for(
         observe,
-        lambda _: len(seen) > 1 and seen[-1] == seen[-2],
+        lambda _: len(totals) > 1 and totals[-1] == totals[-2],
         timeout=timeout,
         interval=0.5,
         describe=describe,
@@ -207,15 +210,11 @@ class Bench:
         series = sampler.series("scheduled")
         done = reaching_time(series, target) or time.monotonic()
         windows = throughput_windows(series, started, done)
-        _settled(
-            lambda: sum(objects_created(scrape.apiserver_requests()).values()),
-            f"{mode}: API objects created (events arrive late)",
-        )
-        sched1, cm1, api1 = scrape.scheduler(), scrape.controller_manager(), scrape.apiserver_requests()
+        api1 = _settled(scrape.apiserver_requests, f"{mode}: API objects created (events arrive late)")
+        sched1, cm1 = scrape.scheduler(), scrape.controller_manager()
+        before = objects_created(api0)
         created_by = {
-            k: v - objects_created(api0).get(k, 0.0)
-            for k, v in objects_created(api1).items()
-            if v - objects_created(api0).get(k, 0.0) > 0
+            k: v - before.get(k, 0.0) for k, v in objects_created(api1).items() if v > before.get(k, 0.0)
         }
         result = RepResult(
             mode=mode,
@@ -398,6 +397,7 @@ def run(
         try:
             bench = Bench(cluster, kube, nodes, pods)
             bench.fleet.setup()
+            cluster.compact_etcd()  # the first repetition starts from the state all others do
             setup_seconds = time.monotonic() - started
             progress(f"bench setup: {nodes} nodes x 8 GPUs published in {setup_seconds:.0f}s")
             plan = schedule(modes, reps)
