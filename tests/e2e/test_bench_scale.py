@@ -62,7 +62,9 @@ def test_writes_per_pod_show_what_dra_adds(summary: dict[str, Any]) -> None:
         assert summary["modes"][mode]["median"]["api_writes_per_pod"] == 3.0
     for mode in ("bridged", "claims"):
         assert summary["modes"][mode]["median"]["api_writes_per_pod"] >= 5.0
-        assert summary["modes"][mode]["ratio_to_legacy"]["api_objects_per_pod"] == 1.5
+        # A claim a pod on top of legacy's pod + event; a FailedScheduling event (a pod tried
+        # before its claim existed) can add to it, so exact counts are asserted per resource above.
+        assert summary["modes"][mode]["ratio_to_legacy"]["api_objects_per_pod"] >= 1.5
 
 
 def test_etcd_grows_per_repetition_and_is_compacted_between(summary: dict[str, Any]) -> None:
