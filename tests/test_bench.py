@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness.bench.metrics import (
+    approach_pace,
     cv,
     parse_metrics,
     percentile,
@@ -95,6 +96,21 @@ def test_reaching_time_interpolates_between_samples() -> None:
     assert reaching_time(series, 400.0) == 13.0
     assert reaching_time(series, 401.0) is None
     assert reaching_time([(5.0, 10.0)], 10.0) == 5.0
+
+
+def test_approach_pace_samples_finer_as_the_target_nears() -> None:
+    def pace(*points: tuple[float, float]) -> float:
+        log = [(t, {"scheduled": v}) for t, v in points]
+        return approach_pace(log, "scheduled", target=2000.0, coarse=1.0, fine=0.05, near=20.0)
+
+    assert pace((0.0, 0.0)) == 1.0  # one sample: no rate yet
+    assert pace((0.0, 0.0), (1.0, 300.0)) == 1.0  # 5.7 s left at 300/s
+    assert pace((0.0, 1000.0), (1.0, 1400.0)) == 0.75  # 1.5 s left: sample at half of it
+    assert pace((0.0, 1900.0), (1.0, 1990.0)) == 0.05  # 10 pods left: within `near`
+    assert pace((0.0, 1970.0), (1.0, 1979.0)) == 1.0  # 21 left at 9/s: 1.17 s, capped
+    assert pace((0.0, 1500.0), (1.0, 1500.0)) == 1.0  # stalled: no rate to go by
+    assert pace((0.0, 1000.0), (0.1, 1900.0)) == 0.05  # 0.011 s left at 9,000/s: never below `fine`
+    assert approach_pace([(0.0, {})], "scheduled", 10.0, 1.0, 0.05, 1.0) == 1.0  # a missing key
 
 
 def test_steady_rate_leaves_out_ramp_up_and_stragglers() -> None:

@@ -67,14 +67,19 @@ def steal_seconds(stat: str = "/proc/stat") -> float:
     return int(fields[8]) / os.sysconf("SC_CLK_TCK") if fields[0] == "cpu" and len(fields) > 8 else 0.0
 
 
+SampleLog = list[tuple[float, dict[str, float]]]  # (monotonic time, values)
+
+
 @dataclass
 class Sampler:
-    """Calls `sample()` every `interval` seconds on a thread until stopped and keeps each
-    result with the monotonic time it was taken; `latest` is the newest good one."""
+    """Calls `sample()` on a thread until stopped, every `interval` seconds or as often as
+    `pace(samples)` says, and keeps each result with the monotonic time it was taken;
+    `latest` is the newest good one."""
 
     sample: Callable[[], dict[str, float]]
     interval: float
-    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    pace: Callable[[SampleLog], float] | None = None
+    samples: SampleLog = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -86,7 +91,8 @@ class Sampler:
                     self.samples.append((time.monotonic(), values))
                 except Exception:  # a missed sample (e.g. a slow scrape) is not a failed run
                     pass
-                self._stop.wait(self.interval)  # stoppable pacing of a sampler, not a test wait
+                pause = self.pace(self.samples) if self.pace and self.samples else self.interval
+                self._stop.wait(pause)  # stoppable pacing of a sampler, not a test wait
 
         self._thread = threading.Thread(target=loop, daemon=True)
         self._thread.start()
@@ -102,6 +108,25 @@ class Sampler:
 
     def series(self, key: str) -> Series:
         return [(t, v[key]) for t, v in self.samples if key in v]
+
+
+def approach_pace(
+    samples: SampleLog, key: str, target: float, coarse: float, fine: float, near: float
+) -> float:
+    """How long to wait before the next sample of a counter climbing to `target`: `coarse`
+    while far from it, then half the time the recent rate says is left, and `fine` once
+    `near` or less is left, so the moment it reaches the target is known to about `fine`,
+    not to the coarse sampling grid (on a 6 s repetition, 1 s of grid is 15 %)."""
+    now = samples[-1][1].get(key)
+    if now is None:
+        return coarse
+    left = target - now
+    if left <= near:
+        return fine
+    if len(samples) < 2 or (before := samples[-2][1].get(key)) is None:
+        return coarse
+    rate = (now - before) / (samples[-1][0] - samples[-2][0] or coarse)
+    return coarse if rate <= 0 else min(coarse, max(fine, left / rate / 2))
 
 
 def percentile(values: list[float], q: float) -> float:

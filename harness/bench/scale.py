@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.metrics import (
+    SampleLog,
     Sampler,
+    approach_pace,
     cv,
     first_metric,
     metric_sum,
@@ -53,6 +55,21 @@ CLAIM_CREATE_METRICS = [
 SCHEDULED = "scheduler_schedule_attempts_total"
 PENDING = "scheduler_pending_pods"
 SAMPLE_INTERVAL = 1.0  # as scheduler_perf; each scrape costs the scheduler and this process CPU
+FINE_INTERVAL = 0.05  # near the last pod: the end of a repetition to ~50 ms
+# Flags added to the local cluster's own, recorded in the JSON:
+CLUSTER_FLAGS = {
+    # Compaction only between repetitions (Bench.clear): etcd's in-use size then grows by
+    # exactly what a repetition wrote. More DeleteCollection workers: clearing 2,000 pods
+    # takes seconds, not ~18 s with one.
+    "kube-apiserver": ["--etcd-compaction-interval=0", "--delete-collection-workers=16"],
+    # kwok renews each node's lease every quarter of its duration: 500 nodes at 40 s are 50
+    # writes/s, a third of a core of API server, etcd and kwok before any pod exists, in
+    # bursts. An hour's lease (and a grace period longer than the run, so the node lifecycle
+    # controller keeps the nodes Ready) leaves the cores to the pods, as in scheduler_perf,
+    # whose nodes have no leases.
+    "kwok": ["--node-lease-duration-seconds=3600"],
+    "kube-controller-manager": ["--node-monitor-grace-period=2h"],
+}
 CPU_COMPONENTS = ("kube-scheduler", "kube-apiserver", "etcd", "kube-controller-manager")
 
 
@@ -197,7 +214,12 @@ class Bench:
         finally:
             self.cluster.resume_component("kube-scheduler")
         started = time.monotonic()
-        with Sampler(sample, SAMPLE_INTERVAL) as sampler:
+
+        def pace(samples: SampleLog) -> float:
+            near = max(1.0, 0.01 * pods)
+            return approach_pace(samples, "scheduled", target, SAMPLE_INTERVAL, FINE_INTERVAL, near)
+
+        with Sampler(sample, SAMPLE_INTERVAL, pace) as sampler:
             wait_for(
                 lambda: sampler.latest("scheduled"),
                 lambda v: v is not None and v >= target,
@@ -386,12 +408,7 @@ def run(
         "dra-all",
         client_qps=CLIENT_QPS,
         simulate_pods=False,
-        # Compaction only between repetitions (Bench.clear): etcd's in-use size then grows by
-        # exactly what a repetition wrote.
-        # More DeleteCollection workers: clearing 2,000 pods takes seconds, not ~18s with one.
-        component_flags={
-            "kube-apiserver": ["--etcd-compaction-interval=0", "--delete-collection-workers=16"]
-        },
+        component_flags=CLUSTER_FLAGS,
     ) as cluster:
         kube = Kube.from_kubeconfig(cluster.kubeconfig)
         try:
@@ -423,6 +440,7 @@ def run(
         "reps": reps,
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "setup_seconds": round(setup_seconds, 1),
+        "cluster_flags": CLUSTER_FLAGS,
         "wall_seconds": round(time.monotonic() - started, 1),
     }
     summary = summarize(meta, results)
