@@ -205,10 +205,23 @@ def test_summary_takes_ratios_within_each_round() -> None:
     assert "ratio_to_plain" not in bridged
     assert "ratio_to_legacy" not in summary["modes"]["legacy"]
     assert [r["round"] for r in bridged["reps"]] == [0, 1, 2]
+    assert summary["disturbed"] == []
+
+
+def test_summary_pools_every_repetitions_seconds_for_percentiles() -> None:
+    # Three 4 s repetitions: no single one is long enough for a p99, together they are 12 s.
+    results = [
+        dataclasses.replace(_rep("plain", i, 300.0, 4.0), windows=[100.0 * (i + 1) + w for w in range(4)])
+        for i in range(3)
+    ]
+    pooled = summarize({}, results)["modes"]["plain"]["pooled_windows"]
+    assert pooled == {"seconds": 12, "p50": 202.0, "p90": 302.0, "p99": 303.0}
 
 
 def test_format_summary_prints_one_row_per_mode() -> None:
-    results = [_rep("legacy", 0, 200.0, 5.0), _rep("bridged", 0, 50.0, 40.0)]
+    legacy = dataclasses.replace(_rep("legacy", 0, 200.0, 5.0), windows=[150.0, 210.0, 230.0])
+    bridged = dataclasses.replace(_rep("bridged", 0, 50.0, 40.0), steal_percent=2.5)
+    results = [legacy, bridged]
     summary = summarize(
         {
             "kubernetes": "1.37",
@@ -228,12 +241,14 @@ def test_format_summary_prints_one_row_per_mode() -> None:
         "0.0",
         "-",
         "-",
+        "210.0",
+        "230.0",
         "5.0",
         "-",
         "2.00",
         "0.00",
         "0.0",
-        "0",
         "0.0",
     ]
-    assert lines[3].split()[:7] == ["bridged", "50.0", "0.0", "0.250", "0.0", "40.0", "8.00"]
+    assert lines[3].split()[:9] == ["bridged", "50.0", "0.0", "0.250", "0.0", "-", "-", "40.0", "8.00"]
+    assert lines[4:] == ["disturbed: bridged round 1: 2.5 % stolen"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -56,6 +57,8 @@ SCHEDULED = "scheduler_schedule_attempts_total"
 PENDING = "scheduler_pending_pods"
 SAMPLE_INTERVAL = 1.0  # as scheduler_perf; each scrape costs the scheduler and this process CPU
 FINE_INTERVAL = 0.05  # near the last pod: the end of a repetition to ~50 ms
+EARLY_INTERVAL, EARLY_SECONDS = 0.25, 5.0  # a 5 s repetition's 10 % and 90 % marks to ~0.1 s
+DISTURBED_STEAL_PERCENT = 1.0  # the hypervisor took more of the machine than this: flagged
 # Flags added to the local cluster's own, recorded in the JSON:
 CLUSTER_FLAGS = {
     # Compaction only between repetitions (Bench.clear): etcd's in-use size then grows by
@@ -98,10 +101,12 @@ class RepResult:
     client_throttle_s: float  # scheduler + controller-manager client-side rate-limiter waits
     throttled_requests: int  # 429s the harness got while creating pods
     steal_s: float  # CPU time the hypervisor gave to other guests: a noisy-neighbour gauge
+    steal_percent: float  # ... as a share of the machine's CPU time during the repetition
     harness_cpu_s: float  # this process (creating pods, sampling metrics): the machine is shared
     cleanup_seconds: float = 0.0  # deleting the pods and claims afterwards (not measured time)
     cleanup_cpu_s: float = 0.0  # ... and the control plane's CPU for it
     objects_created: dict[str, float] = field(default_factory=dict)
+    windows: list[float] = field(default_factory=list)  # pods/s in each second of the repetition
 
 
 KEYS = (
@@ -198,7 +203,7 @@ class Bench:
         target = (metric_sum(sched0, SCHEDULED, result="scheduled") or 0.0) + pods
 
         def sample() -> dict[str, float]:
-            samples = scrape.scheduler(only=(SCHEDULED, PENDING))
+            samples = scrape.scheduler_kept_alive(only=(SCHEDULED, PENDING))
             return {
                 "scheduled": metric_sum(samples, SCHEDULED, result="scheduled") or 0.0,
                 "pending": metric_sum(samples, PENDING) or 0.0,
@@ -217,7 +222,8 @@ class Bench:
 
         def pace(samples: SampleLog) -> float:
             near = max(1.0, 0.01 * pods)
-            return approach_pace(samples, "scheduled", target, SAMPLE_INTERVAL, FINE_INTERVAL, near)
+            coarse = EARLY_INTERVAL if samples[-1][0] - started < EARLY_SECONDS else SAMPLE_INTERVAL
+            return approach_pace(samples, "scheduled", target, coarse, FINE_INTERVAL, near)
 
         with Sampler(sample, SAMPLE_INTERVAL, pace) as sampler:
             wait_for(
@@ -272,7 +278,9 @@ class Bench:
             throttled_requests=throttled,
             harness_cpu_s=round(own1 - own0, 2),
             steal_s=round(steal1 - steal0, 2),
+            steal_percent=round(100 * (steal1 - steal0) / ((os.cpu_count() or 1) * (done - creating)), 2),
             objects_created=created_by,
+            windows=[round(w, 1) for w in windows],
         )
         want = pods if mode in CLAIM_MODES else 0
         if result.claims_created != want:  # e.g. a pod that took the legacy path in bridged mode
@@ -321,11 +329,28 @@ def summarize(meta: dict[str, Any], results: list[RepResult]) -> dict[str, Any]:
     """Medians and CV per mode; ratios to plain and legacy taken within each round."""
     by = {(r.mode, r.round): r for r in results}
     modes = list(dict.fromkeys(r.mode for r in results))
-    out: dict[str, Any] = {**meta, "modes": {}}
+    out: dict[str, Any] = {
+        **meta,
+        # Repetitions during which the hypervisor ran other guests on this machine's CPUs:
+        # their figures measure the neighbours as much as Kubernetes.
+        "disturbed": [
+            f"{r.mode} round {r.round + 1}: {r.steal_percent:.1f} % stolen"
+            for r in results
+            if r.steal_percent > DISTURBED_STEAL_PERCENT
+        ],
+        "modes": {},
+    }
     for mode in modes:
         reps = [r for r in results if r.mode == mode]
+        pooled = [w for r in reps for w in r.windows]
         entry: dict[str, Any] = {
             "median": {k: float(statistics.median(float(getattr(r, k)) for r in reps)) for k in KEYS},
+            # One-second throughput windows of all repetitions together: a fast mode's single
+            # repetition may be shorter than the 10 s a percentile needs to mean something.
+            "pooled_windows": {
+                "seconds": len(pooled),
+                **({f"p{q}": round(percentile(pooled, q), 1) for q in (50, 90, 99)} if pooled else {}),
+            },
             "cv_percent": {k: round(cv([float(getattr(r, k)) for r in reps]), 1) for k in KEYS},
             "reps": [asdict(r) for r in reps],
         }
@@ -365,16 +390,17 @@ def validate(nodes: int, pods: int, reps: int, modes: tuple[str, ...]) -> None:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """A terminal table of the medians, CVs and ratios to legacy."""
+    """A terminal table of the medians, CVs and ratios to legacy, then the disturbed
+    repetitions."""
     head = (
         f"Kubernetes {summary['git_version']}: {summary['nodes']} nodes x 8 GPUs, {summary['pods']} pods, "
         f"{summary['reps']} rounds, {summary['wall_seconds']:.0f}s"
     )
-    cols = f"{'mode':<8} {'pods/s':>7} {'CV%':>5} {'xlegacy':>8} {'CV%':>5} {'schedCPU':>9} {'xlegacy':>8} "
-    cols += f"{'obj/pod':>8} {'wr/pod':>7} {'etcd MB':>8} {'pending':>8} {'throttle':>9}"
+    cols = f"{'mode':<8} {'pods/s':>7} {'CV%':>5} {'xlegacy':>8} {'CV%':>5} {'p50':>6} {'p99':>6} "
+    cols += f"{'schedCPU':>9} {'xlegacy':>8} {'obj/pod':>8} {'wr/pod':>7} {'etcd MB':>8} {'throttle':>9}"
     lines = [head, cols]
     for mode, e in summary["modes"].items():
-        med, spread = e["median"], e["cv_percent"]
+        med, spread, pooled = e["median"], e["cv_percent"], e.get("pooled_windows") or {}
         ratio, ratio_cv = e.get("ratio_to_legacy") or {}, e.get("ratio_cv_percent_to_legacy") or {}
 
         def fmt(v: float | None, spec: str) -> str:
@@ -383,11 +409,13 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(
             f"{mode:<8} {med['avg_pods_per_s']:7.1f} {spread['avg_pods_per_s']:5.1f} "
             f"{fmt(ratio.get('avg_pods_per_s'), '8.3f'):>8} {fmt(ratio_cv.get('avg_pods_per_s'), '5.1f'):>5} "
+            f"{fmt(pooled.get('p50'), '6.1f'):>6} {fmt(pooled.get('p99'), '6.1f'):>6} "
             f"{med['scheduler_cpu_s']:9.1f} {fmt(ratio.get('scheduler_cpu_s'), '8.2f'):>8} "
             f"{med['api_objects_per_pod']:8.2f} {med['api_writes_per_pod']:7.2f} "
-            f"{med['etcd_growth_bytes'] / 1e6:8.1f} {med['peak_pending_pods']:8.0f} "
+            f"{med['etcd_growth_bytes'] / 1e6:8.1f} "
             f"{med['client_throttle_s'] + med['throttled_requests']:9.1f}"
         )
+    lines += [f"disturbed: {d}" for d in summary.get("disturbed", [])]
     return "\n".join(lines)
 
 
@@ -411,8 +439,8 @@ def run(
         component_flags=CLUSTER_FLAGS,
     ) as cluster:
         kube = Kube.from_kubeconfig(cluster.kubeconfig)
+        bench = Bench(cluster, kube, nodes, pods)
         try:
-            bench = Bench(cluster, kube, nodes, pods)
             bench.fleet.setup()
             cluster.compact_etcd()  # the first repetition starts from the state all others do
             setup_seconds = time.monotonic() - started
@@ -427,10 +455,11 @@ def run(
                 results.append(r)
                 progress(
                     f"bench round {round_ + 1}/{reps} {mode:<7}: {r.avg_pods_per_s:6.1f} pods/s "
-                    f"({r.seconds:.1f}s, cleanup {r.cleanup_seconds:.1f}s)"
+                    f"({r.seconds:.1f}s, cleanup {r.cleanup_seconds:.1f}s, steal {r.steal_percent:.1f} %)"
                 )
             git_version = kube.git_version()
         finally:
+            bench.scrape.close()
             kube.close()
     meta = {
         "kubernetes": minor,

@@ -355,6 +355,10 @@ def _scale_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
         median, ratio = entry["median"], entry.get("ratio_to_legacy") or {}
         metrics = {col: round(float(median[k]) * scale, 3) for k, col, scale in SCALE_METRICS if k in median}
         metrics.update({col: float(ratio[k]) for k, col in SCALE_RATIOS if k in ratio})
+        pooled = entry.get("pooled_windows") or {}
+        for q in ("p50", "p99"):  # over every repetition's seconds: percentiles need the length
+            if q in pooled:
+                metrics[f"pods/s {q} (1s windows)"] = float(pooled[q])
         cv = (entry.get("cv_percent") or {}).get("avg_pods_per_s")
         if cv is not None:
             metrics["pods/s CV (%)"] = float(cv)

@@ -77,3 +77,16 @@ def test_the_json_feeds_the_cost_section(summary: dict[str, Any]) -> None:
     assert cost is not None
     assert [row["scenario"].split(":")[0] for row in cost["rows"]] == list(MODES)
     assert all(row["nodes"] == 3 and row["pods"] == PODS for row in cost["rows"])
+
+
+def test_throughput_windows_are_kept_and_pooled(summary: dict[str, Any]) -> None:
+    for mode in MODES:
+        reps = _reps(summary, mode)
+        assert all(r["windows"] and all(w >= 0 for w in r["windows"]) for r in reps)
+        pooled = summary["modes"][mode]["pooled_windows"]
+        assert pooled["seconds"] == sum(len(r["windows"]) for r in reps)
+        assert pooled["p50"] <= pooled["p90"] <= pooled["p99"] <= max(w for r in reps for w in r["windows"])
+        assert all(0 <= r["steal_percent"] <= 100 for r in reps)
+    assert all(d.split()[0] in MODES for d in summary["disturbed"])
+    # The cluster ran without kwok's 10 s lease churn, and the JSON says so.
+    assert summary["cluster_flags"]["kwok"] == ["--node-lease-duration-seconds=3600"]
