@@ -42,7 +42,14 @@ from harness.bench.metrics import (
     throughput_windows,
 )
 from harness.bench.modes import BENCH_LABEL, CLAIM_MODES, MODES, NAMESPACE, BenchFleet, parallel, pod
-from harness.bench.scrape import Samples, Scraper, objects_created, throttle_seconds, writes
+from harness.bench.scrape import (
+    TERMINATED_WATCHERS,
+    Samples,
+    Scraper,
+    objects_created,
+    throttle_seconds,
+    writes,
+)
 from harness.clusters.local import LocalCluster
 from harness.errors import HarnessError
 from harness.kube import Kube
@@ -100,6 +107,9 @@ class RepResult:
     scheduler_claims_created: float  # ... of which the scheduler created (bridged)
     client_throttle_s: float  # scheduler + controller-manager client-side rate-limiter waits
     throttled_requests: int  # 429s the harness got while creating pods
+    # Watches the API server closed because their client fell behind (the paused scheduler's
+    # among them): each costs its client a re-watch, and perhaps a stall, during the repetition.
+    terminated_watchers: float
     steal_s: float  # CPU time the hypervisor gave to other guests: a noisy-neighbour gauge
     steal_percent: float  # ... as a share of the machine's CPU time during the repetition
     harness_cpu_s: float  # this process (creating pods, sampling metrics): the machine is shared
@@ -128,6 +138,7 @@ KEYS = (
     "create_seconds",
     "client_throttle_s",
     "throttled_requests",
+    "terminated_watchers",
     "harness_cpu_s",
     "steal_s",
 )
@@ -276,6 +287,8 @@ class Bench:
                 3,
             ),
             throttled_requests=throttled,
+            terminated_watchers=(metric_sum(api1, TERMINATED_WATCHERS) or 0.0)
+            - (metric_sum(api0, TERMINATED_WATCHERS) or 0.0),
             harness_cpu_s=round(own1 - own0, 2),
             steal_s=round(steal1 - steal0, 2),
             steal_percent=round(100 * (steal1 - steal0) / ((os.cpu_count() or 1) * (done - creating)), 2),

@@ -16,6 +16,7 @@ Samples = list[tuple[str, dict[str, str], float]]
 BACKGROUND_RESOURCES = frozenset({"leases", "nodes"})
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY"})
 REQUESTS = "apiserver_request_total"
+TERMINATED_WATCHERS = "apiserver_terminated_watchers_total"  # watchers too slow to keep up
 
 
 class Scraper:
@@ -68,8 +69,11 @@ class Scraper:
         return self._get(f"https://127.0.0.1:{self.cluster.ports.controller_manager}/metrics", self._ctx)
 
     def apiserver_requests(self) -> Samples:
-        """The API server's request counters (its whole page is megabytes of histograms)."""
-        return self._get(f"{self.cluster.server}/metrics", self._api_ctx, 30, only=(REQUESTS,))
+        """The API server's request counters and terminated watchers (its whole page is
+        megabytes of histograms)."""
+        return self._get(
+            f"{self.cluster.server}/metrics", self._api_ctx, 30, only=(REQUESTS, TERMINATED_WATCHERS)
+        )
 
     def etcd_in_use_bytes(self) -> float:
         samples = self._get(f"http://127.0.0.1:{self.cluster.ports.etcd_client}/metrics")

@@ -87,6 +87,7 @@ def test_throughput_windows_are_kept_and_pooled(summary: dict[str, Any]) -> None
         assert pooled["seconds"] == sum(len(r["windows"]) for r in reps)
         assert pooled["p50"] <= pooled["p90"] <= pooled["p99"] <= max(w for r in reps for w in r["windows"])
         assert all(0 <= r["steal_percent"] <= 100 for r in reps)
+        assert all(r["terminated_watchers"] >= 0 and r["terminated_watchers"] % 1 == 0 for r in reps)
     assert all(d.split()[0] in MODES for d in summary["disturbed"])
     # The cluster ran without kwok's 10 s lease churn, and the JSON says so.
     assert summary["cluster_flags"]["kwok"] == ["--node-lease-duration-seconds=3600"]
