@@ -94,21 +94,20 @@ class Kube:
 
     def raw_get(self, path: str) -> tuple[int, str]:
         """GET a non-resource path (/metrics, /readyz) with the client's credentials."""
-        method, url, headers, body, post = self.api_client.param_serialize(
-            "GET", path, auth_settings=["BearerToken"]
-        )
-        resp = self.api_client.call_api(method, url, header_params=headers, body=body, post_params=post)
-        resp.read()  # type: ignore[no-untyped-call]
-        return int(resp.status), (resp.data or b"").decode("utf-8", "replace")
+        return self._raw("GET", path)
 
     def raw_post(self, path: str, obj: Obj) -> tuple[int, str]:
         """POST an object without building client models: the cheapest create there is, for
         benchmarks that must not be limited by the client's own CPU."""
+        return self._raw("POST", path, obj)
+
+    def _raw(self, verb: str, path: str, obj: Obj | None = None) -> tuple[int, str]:
+        """(status, body) of one request with the client's credentials, no models built."""
         method, url, headers, body, post = self.api_client.param_serialize(
-            "POST",
+            verb,
             path,
             body=obj,
-            header_params={"Content-Type": "application/json"},
+            header_params={"Content-Type": "application/json"} if obj is not None else None,
             auth_settings=["BearerToken"],
         )
         resp = self.api_client.call_api(method, url, header_params=headers, body=body, post_params=post)

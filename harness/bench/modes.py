@@ -55,6 +55,7 @@ class BenchFleet:
     def __init__(self, kube: Kube, cluster: LocalCluster, nodes: int):
         self.kube, self.cluster = kube, cluster
         self.pool = NodePool(POOL, nodes)
+        self.api = cluster.minor.resource_api  # versions.toml: the resource.k8s.io version served
         self.legacy_capacity = False
         self.bridged_class = False
 
@@ -81,7 +82,7 @@ class BenchFleet:
             }
         )
         Publisher(self.kube.api_client, fleet, self.cluster.minor.name, dry_run_first=False).publish_all()
-        self.kube.create(b.device_class(DRIVER, selectors=[f'device.driver == "{DRIVER}"']))
+        self.kube.create(b.device_class(DRIVER, selectors=[f'device.driver == "{DRIVER}"'], api=self.api))
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         wait_for(
             lambda: self.kube.get("v1", "ServiceAccount", "default", NAMESPACE),
@@ -91,7 +92,9 @@ class BenchFleet:
         product = get_profile(PROFILE).product_name  # the hardware fact lives in the profile
         selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
         self.kube.create(
-            b.claim_template("gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])])
+            b.claim_template(
+                "gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])], api=self.api
+            )
         )
 
     def switch_to(self, mode: str) -> None:
@@ -105,7 +108,7 @@ class BenchFleet:
         if self.bridged_class != (mode == "bridged"):
             self.bridged_class = mode == "bridged"
             self.kube.patch(
-                "resource.k8s.io/v1",
+                b.resource_api(self.api),
                 "DeviceClass",
                 DRIVER,
                 {"spec": {"extendedResourceName": GPU if self.bridged_class else None}},

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import builders as b
 from harness.bench.metrics import (
     SampleLog,
     Sampler,
@@ -145,7 +146,6 @@ KEYS = (
 RATIO_KEYS = (
     "avg_pods_per_s",
     "steady_pods_per_s",
-    "steady_pods_per_s",
     "api_objects_per_pod",
     "api_writes_per_pod",
     "scheduler_cpu_s",
@@ -214,7 +214,7 @@ class Bench:
         target = (metric_sum(sched0, SCHEDULED, result="scheduled") or 0.0) + pods
 
         def sample() -> dict[str, float]:
-            samples = scrape.scheduler_kept_alive(only=(SCHEDULED, PENDING))
+            samples = scrape.scheduler(only=(SCHEDULED, PENDING))
             return {
                 "scheduled": metric_sum(samples, SCHEDULED, result="scheduled") or 0.0,
                 "pending": metric_sum(samples, PENDING) or 0.0,
@@ -321,12 +321,13 @@ class Bench:
         self.kube.resource("v1", "Pod").delete(
             namespace=NAMESPACE, body=now, label_selector=BENCH_LABEL + "=1"
         )
-        self.kube.resource("resource.k8s.io/v1", "ResourceClaim").delete(
+        claims = b.resource_api(self.fleet.api)
+        self.kube.resource(claims, "ResourceClaim").delete(
             namespace=NAMESPACE, body=now, field_selector=everything
         )
         self.kube.resource("v1", "Event").delete(namespace=NAMESPACE, field_selector=everything)
         wait_for(
-            lambda: (self._count("v1", "Pod"), self._count("resource.k8s.io/v1", "ResourceClaim")),
+            lambda: (self._count("v1", "Pod"), self._count(claims, "ResourceClaim")),
             lambda counts: counts == (0, 0),
             timeout=600,
             interval=0.25,

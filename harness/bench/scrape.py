@@ -36,9 +36,6 @@ class Scraper:
         return parse_metrics(body, only)
 
     def scheduler(self, only: tuple[str, ...] = ()) -> Samples:
-        return self._get(f"https://127.0.0.1:{self.cluster.ports.scheduler}/metrics", self._ctx, 5, only)
-
-    def scheduler_kept_alive(self, only: tuple[str, ...]) -> Samples:
         """The scheduler's metrics over one kept-alive connection: a sampler polling several
         times a second would otherwise spend most of its CPU on TLS handshakes, on the same
         two cores as the scheduler it measures."""
