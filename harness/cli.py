@@ -204,7 +204,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench.modes import MODES
-    from harness.bench.scale import format_summary, run, validate
+    from harness.bench.scale import MAX_BATCHES, MIN_WINDOW_SECONDS, format_summary, run, validate
     from harness.readiness.report import DEFAULT_BENCH_DIR
 
     matrix = load_matrix()
@@ -213,13 +213,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     modes = tuple(m for m in args.modes.split(",") if m) if args.modes else MODES
     if args.out and len(minors) > 1:
         raise HarnessError("--out names one file; give one -k with it")
-    validate(args.nodes, args.pods, args.reps, modes)
+    max_batches = MAX_BATCHES if args.max_batches is None else args.max_batches
+    validate(args.nodes, args.pods, args.reps, modes, max_batches)
     for minor in minors:
         ensure_controlplane(minor)
     ensure_kwok(matrix)
     for minor in minors:
         out = Path(args.out) if args.out else DEFAULT_BENCH_DIR / f"scale-{minor.name}.json"
-        summary = run(minor.name, args.nodes, args.pods, args.reps, modes, out)
+        summary = run(
+            minor.name,
+            args.nodes,
+            args.pods,
+            args.reps,
+            modes,
+            out,
+            min_seconds=MIN_WINDOW_SECONDS,
+            max_batches=max_batches,
+        )
         print(format_summary(summary))
         print(f"written to {out}")
     return 0
@@ -328,6 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--nodes", type=int, default=500, help="simulated nodes, 8 GPUs each (default 500)")
     bn.add_argument("--pods", type=int, default=2000, help="pods per mode and repetition (default 2000)")
     bn.add_argument("--reps", type=int, default=3, help="rounds of all modes (default 3)")
+    bn.add_argument(
+        "--max-batches",
+        type=int,
+        help="batches of --pods a repetition may run to last 10 s (default 3; 1: one batch)",
+    )
     bn.add_argument("--modes", help="comma-separated subset of plain,legacy,bridged,claims (default: all)")
     bn.add_argument("--out", help="JSON output (default: reports/out/bench/scale-<minor>.json)")
     bn.set_defaults(func=cmd_bench)

@@ -7,11 +7,12 @@ from typing import Any
 
 import yaml
 
+from harness.builders import resource_api
 from harness.clusters.processes import log_tail
 from harness.kube import Kube, Obj
 from harness.pods import summary
 
-RESOURCE_API = "resource.k8s.io/v1"
+RESOURCE_API = resource_api()
 _MAX = 20_000
 
 

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 
 from fake_driver.errors import UnknownChoiceError
 from fake_driver.ledger import Ledger, Share, Usage
+from harness.builders import resource_api
 from harness.kube import Kube, Obj
 
-RESOURCE_V1 = "resource.k8s.io/v1"
+RESOURCE_V1 = resource_api()
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 DONE_PHASES = ("Succeeded", "Failed")
 

@@ -58,7 +58,7 @@ def wait_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = T
     )
 
 
-def claims_of(kube: Kube, namespace: str, pod_name: str, api: str = "resource.k8s.io/v1") -> list[Obj]:
+def claims_of(kube: Kube, namespace: str, pod_name: str, api: str = b.resource_api()) -> list[Obj]:
     """Claims whose controller owner is the pod (template and scheduler-created alike)."""
     return [
         c

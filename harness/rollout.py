@@ -29,6 +29,7 @@ from kubernetes import client
 
 from fake_driver import legacy
 from fake_driver.fleet import Fleet
+from harness.builders import resource_api
 from harness.kube import Kube, NotFoundError, Obj
 from harness.verification import devices_per_node
 from harness.waits import TIMEOUTS, wait_for
@@ -36,7 +37,7 @@ from harness.waits import TIMEOUTS, wait_for
 STACK_LABEL = "dra-harness.io/gpu-stack"  # which mechanism manages the node's GPUs
 STACK_DRA = "dra"
 STACK_DEVICE_PLUGIN = "device-plugin"
-RESOURCE_V1 = "resource.k8s.io/v1"
+RESOURCE_V1 = resource_api()
 
 ClassOutcome = Literal["created", "updated", "unchanged"]
 

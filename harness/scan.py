@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kubernetes.dynamic.exceptions import DynamicApiError, ForbiddenError, ResourceNotFoundError
 
+from harness.builders import resource_api
 from harness.clusters.existing import parse_feature_metrics
 from harness.detectors import (
     Finding,
@@ -31,7 +32,7 @@ from harness.errors import HarnessError
 from harness.kube import Kube, Obj
 from harness.reporting import redact
 
-RESOURCE_API = "resource.k8s.io/v1"
+RESOURCE_API = resource_api()
 EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 

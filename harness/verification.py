@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from harness.builders import resource_api
 from harness.kube import Kube, Obj
 
-RESOURCE_V1 = "resource.k8s.io/v1"
+RESOURCE_V1 = resource_api()
 
 
 def devices_per_node(kube: Kube, driver: str) -> dict[str, int]:

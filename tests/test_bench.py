@@ -21,7 +21,7 @@ from harness.bench.metrics import (
     throughput_windows,
     value_at,
 )
-from harness.bench.scale import RepResult, format_summary, schedule, summarize
+from harness.bench.scale import RepResult, format_summary, merge_batches, schedule, summarize
 from harness.bench.scrape import objects_created, throttle_seconds, writes
 
 SCHEDULER_PAGE = """\
@@ -252,3 +252,36 @@ def test_format_summary_prints_one_row_per_mode() -> None:
     ]
     assert lines[3].split()[:9] == ["bridged", "50.0", "0.0", "0.250", "0.0", "-", "-", "40.0", "8.00"]
     assert lines[4:] == ["disturbed: bridged round 1: 2.5 % stolen"]
+
+
+def test_merge_batches_gives_throughput_over_all_batches_and_costs_per_batch() -> None:
+    one = dataclasses.replace(
+        _rep("legacy", 0, 400.0, 4.0),
+        seconds=5.0,
+        steady_pods_per_s=500.0,
+        windows=[300.0, 500.0],
+        etcd_growth_bytes=1000.0,
+        steal_percent=0.5,
+        throttled_requests=1,
+        objects_created={"pods": 100.0, "events": 100.0},
+    )
+    two = dataclasses.replace(
+        one,
+        seconds=15.0,
+        steady_pods_per_s=125.0,
+        windows=[100.0],
+        scheduler_cpu_s=6.0,
+        etcd_growth_bytes=3000.0,
+        steal_percent=2.0,
+        objects_created={"pods": 100.0, "events": 102.0, "leases": 1.0},
+    )
+    merged = merge_batches([one, two])
+    assert (merged.pods, merged.batches, merged.seconds, merged.avg_pods_per_s) == (100, 2, 20.0, 10.0)
+    # 80 pods in 0.16 s and in 0.64 s: 160 pods in 0.8 s, not the mean of the two rates
+    assert merged.steady_pods_per_s == 200.0
+    assert merged.windows == [300.0, 500.0, 100.0]
+    assert (merged.p50, merged.p99) == (300.0, 500.0)
+    assert (merged.scheduler_cpu_s, merged.etcd_growth_bytes) == (5.0, 2000.0)  # per batch
+    assert merged.objects_created == {"pods": 100.0, "events": 101.0, "leases": 0.5}
+    assert (merged.throttled_requests, merged.steal_percent) == (2, 2.0)  # warnings: total, worst
+    assert merge_batches([one]) is one

@@ -33,7 +33,7 @@ from harness.pods import (
 from harness.verification import verify
 from harness.waits import TIMEOUTS, wait_for
 
-RESOURCE_API = "resource.k8s.io/v1"
+RESOURCE_API = b.resource_api()
 
 
 def _pods(kube: Kube, namespace: str, names: list[str]) -> list[Obj]:

@@ -10,7 +10,7 @@ from harness.kube import Kube
 from harness.pods import allocated_devices, scheduling_message, unschedulable_reasons, wait_unschedulable
 from harness.waits import TIMEOUTS, wait_for
 
-RESOURCE_V1 = "resource.k8s.io/v1"
+RESOURCE_V1 = b.resource_api()
 
 
 def allocations(kube: Kube, namespace: str) -> dict[str, tuple[str, list[tuple[str, str, str]]]]:
