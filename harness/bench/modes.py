@@ -42,6 +42,10 @@ NAMESPACE = "bench"
 POOL = "bench"
 BENCH_LABEL = "dra-harness.io/bench"
 CLAIM_MODES = frozenset({"bridged", "claims"})
+# What the scheduler calls the events a switch causes (its event_handling_duration_seconds
+# labels, Resource + ActionType, the same in 1.36 and 1.37).
+NODE_ALLOCATABLE_EVENT = "NodeUpdateNodeAllocatable"
+DEVICE_CLASS_EVENT = "resource.k8s.io/DeviceClassUpdate"
 
 
 def parallel(fn: Callable[[Any], object], items: list[Any], workers: int = 32) -> None:
@@ -67,6 +71,20 @@ class BenchFleet:
             lambda ready: ready == len(names),
             timeout=300,
             describe=f"{len(names)} bench nodes Ready",
+        )
+        # The node lifecycle controller posts one RegisteredNode event a node within its
+        # 5 s monitor period: 500 writes that would otherwise land in the first repetition.
+        wanted = set(names)
+        wait_for(
+            lambda: len(
+                wanted.intersection(
+                    e["involvedObject"]["name"]
+                    for e in self.kube.list("v1", "Event", "default", field_selector="reason=RegisteredNode")
+                )
+            ),
+            lambda registered: registered == len(wanted),
+            timeout=120,
+            describe=f"{len(names)} bench nodes registered by the node lifecycle controller (events)",
         )
         fleet = fleet_from_dict(
             {
@@ -97,14 +115,17 @@ class BenchFleet:
             )
         )
 
-    def switch_to(self, mode: str) -> None:
+    def switch_to(self, mode: str) -> dict[str, int]:
         """Nodes advertise the GPUs themselves only for legacy (where they do, allocatable wins
-        over the bridge); the class maps nvidia.com/gpu only for bridged."""
+        over the bridge); the class maps nvidia.com/gpu only for bridged. Returns the scheduler
+        events the switch causes, by label: until it has handled them it schedules the old mode."""
+        events: dict[str, int] = {}
         if self.legacy_capacity != (mode == "legacy"):
             self.legacy_capacity = mode == "legacy"
             value = str(GPUS_PER_NODE) if self.legacy_capacity else None
             patch = {"status": {"capacity": {GPU: value}, "allocatable": {GPU: value}}}
             parallel(lambda n: self.kube.patch_status("v1", "Node", n, patch), self.pool.node_names())
+            events[NODE_ALLOCATABLE_EVENT] = self.pool.count
         if self.bridged_class != (mode == "bridged"):
             self.bridged_class = mode == "bridged"
             self.kube.patch(
@@ -113,6 +134,8 @@ class BenchFleet:
                 DRIVER,
                 {"spec": {"extendedResourceName": GPU if self.bridged_class else None}},
             )
+            events[DEVICE_CLASS_EVENT] = 1
+        return events
 
 
 def pod(mode: str, name: str) -> Obj:

@@ -66,6 +66,7 @@ CLAIM_CREATE_METRICS = [
 ]
 SCHEDULED = "scheduler_schedule_attempts_total"
 PENDING = "scheduler_pending_pods"
+EVENTS_HANDLED = "scheduler_event_handling_duration_seconds_count"
 SAMPLE_INTERVAL = 1.0  # as scheduler_perf; each scrape costs the scheduler and this process CPU
 FINE_INTERVAL = 0.05  # near the last pod: the end of a repetition to ~50 ms
 EARLY_INTERVAL, EARLY_SECONDS = 0.25, 5.0  # a 5 s repetition's 10 % and 90 % marks to ~0.1 s
@@ -274,8 +275,32 @@ class Bench:
             batches.append(self.batch(mode, round_))
         return merge_batches(batches)
 
+    def _switch(self, mode: str) -> None:
+        """Switch the fleet to `mode` and wait until the scheduler has handled what changed:
+        paused right after the switch, it could meet the new pods with the old nodes or class
+        and fail some of them (a FailedScheduling event and a back-off in the measured time)."""
+        before = self.scrape.scheduler(only=(EVENTS_HANDLED,))
+        expected = self.fleet.switch_to(mode)
+
+        def handled() -> dict[str, float]:
+            now = self.scrape.scheduler(only=(EVENTS_HANDLED,))
+            return {
+                label: (metric_sum(now, EVENTS_HANDLED, event=label) or 0.0)
+                - (metric_sum(before, EVENTS_HANDLED, event=label) or 0.0)
+                for label in expected
+            }
+
+        if expected:
+            wait_for(
+                handled,
+                lambda seen: all(seen[label] >= n for label, n in expected.items()),
+                timeout=60,
+                interval=0.1,
+                describe=f"the scheduler handled the switch to {mode} (events handled, of {expected})",
+            )
+
     def batch(self, mode: str, round_: int) -> RepResult:
-        self.fleet.switch_to(mode)
+        self._switch(mode)
         scrape, pods = self.scrape, self.pods
         sched0, cm0, api0 = scrape.scheduler(), scrape.controller_manager(), scrape.apiserver_requests()
         etcd0 = scrape.etcd_in_use_bytes()
