@@ -101,13 +101,19 @@ class Kube:
         benchmarks that must not be limited by the client's own CPU."""
         return self._raw("POST", path, obj)
 
-    def _raw(self, verb: str, path: str, obj: Obj | None = None) -> tuple[int, str]:
+    def raw_merge_patch(self, path: str, patch: Obj) -> tuple[int, str]:
+        """A JSON merge patch without building client models (null deletes a field)."""
+        return self._raw("PATCH", path, patch, "application/merge-patch+json")
+
+    def _raw(
+        self, verb: str, path: str, obj: Obj | None = None, content_type: str = "application/json"
+    ) -> tuple[int, str]:
         """(status, body) of one request with the client's credentials, no models built."""
         method, url, headers, body, post = self.api_client.param_serialize(
             verb,
             path,
             body=obj,
-            header_params={"Content-Type": "application/json"} if obj is not None else None,
+            header_params={"Content-Type": content_type} if obj is not None else None,
             auth_settings=["BearerToken"],
         )
         resp = self.api_client.call_api(method, url, header_params=headers, body=body, post_params=post)
