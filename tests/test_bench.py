@@ -198,6 +198,8 @@ def test_summary_takes_ratios_within_each_round() -> None:
     assert bridged["median"]["avg_pods_per_s"] == 37.5
     assert bridged["cv_percent"]["avg_pods_per_s"] == pytest.approx(33.3, abs=0.05)
     assert bridged["ratio_to_legacy"]["avg_pods_per_s"] == 0.25
+    # The best repetitions: legacy's 200 in round 0, bridged's 50 in round 0.
+    assert (bridged["best_pods_per_s"], bridged["best_ratio_to_legacy"]) == (50.0, 0.25)
     assert bridged["ratio_cv_percent_to_legacy"]["avg_pods_per_s"] == 0.0
     assert bridged["ratio_to_legacy"]["scheduler_cpu_s"] == 8.0
     assert bridged["ratio_to_legacy"]["api_objects_per_pod"] == 1.5
@@ -206,6 +208,18 @@ def test_summary_takes_ratios_within_each_round() -> None:
     assert "ratio_to_legacy" not in summary["modes"]["legacy"]
     assert [r["round"] for r in bridged["reps"]] == [0, 1, 2]
     assert summary["disturbed"] == []
+
+
+def test_best_ratio_divides_the_fastest_repetitions_whichever_round_they_ran_in() -> None:
+    results = [
+        _rep("legacy", 0, 200.0, 5.0),
+        _rep("bridged", 0, 40.0, 40.0),
+        _rep("legacy", 1, 100.0, 5.0),
+        _rep("bridged", 1, 30.0, 40.0),
+    ]
+    bridged = summarize({}, results)["modes"]["bridged"]
+    assert bridged["ratio_to_legacy"]["avg_pods_per_s"] == 0.25  # median of 0.2 and 0.3
+    assert (bridged["best_pods_per_s"], bridged["best_ratio_to_legacy"]) == (40.0, 0.2)
 
 
 def test_summary_pools_every_repetitions_seconds_for_percentiles() -> None:
@@ -241,6 +255,8 @@ def test_format_summary_prints_one_row_per_mode() -> None:
         "0.0",
         "-",
         "-",
+        "200.0",
+        "-",
         "210.0",
         "230.0",
         "5.0",
@@ -250,7 +266,19 @@ def test_format_summary_prints_one_row_per_mode() -> None:
         "0.0",
         "0.0",
     ]
-    assert lines[3].split()[:9] == ["bridged", "50.0", "0.0", "0.250", "0.0", "-", "-", "40.0", "8.00"]
+    assert lines[3].split()[:11] == [
+        "bridged",
+        "50.0",
+        "0.0",
+        "0.250",
+        "0.0",
+        "50.0",
+        "0.250",
+        "-",
+        "-",
+        "40.0",
+        "8.00",
+    ]
     assert lines[4:] == ["disturbed: bridged round 1: 2.5 % stolen"]
 
 

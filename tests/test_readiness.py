@@ -318,6 +318,8 @@ SCALE = {
             "cv_percent": {"avg_pods_per_s": 5.0},
             "ratio_to_legacy": {"avg_pods_per_s": 0.48, "etcd_growth_bytes": 2.09},
             "ratio_cv_percent_to_legacy": {"avg_pods_per_s": 3.5},
+            "best_pods_per_s": 44.0,
+            "best_ratio_to_legacy": 0.5,
         },
     },
 }
@@ -340,6 +342,8 @@ def test_cost_section_reads_bench_scale_py_output(tmp_path: Path) -> None:
         "pods/s p99 (1s windows)": 48.0,
         "pods/s vs legacy (x)": 0.48,
         "etcd growth vs legacy (x)": 2.09,
+        "pods/s best of reps": 44.0,
+        "best pods/s vs legacy (x)": 0.5,
         "pods/s CV (%)": 5.0,
         "pods/s vs legacy CV (%)": 3.5,
     }

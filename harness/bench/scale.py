@@ -71,7 +71,10 @@ SAMPLE_INTERVAL = 1.0  # as scheduler_perf; each scrape costs the scheduler and 
 FINE_INTERVAL = 0.05  # near the last pod: the end of a repetition to ~50 ms
 EARLY_INTERVAL, EARLY_SECONDS = 0.25, 5.0  # a 5 s repetition's 10 % and 90 % marks to ~0.1 s
 MIN_WINDOW_SECONDS = 10.0  # the issue's throughput window: a shorter repetition adds a batch
-MAX_BATCHES = 3  # ... up to this many, which keeps a 500-node run of all modes in 10 minutes
+# ... up to this many. One by default: on 2 cores a second batch of plain and legacy costs
+# ~80 s over 3 rounds, which a 500-node run of all modes cannot spare within 10 minutes; the
+# pooled windows give the percentiles their 10 s instead. --max-batches 2 for the windows.
+MAX_BATCHES = 1
 DISTURBED_STEAL_PERCENT = 1.0  # the hypervisor took more of the machine than this: flagged
 # Flags added to the local cluster's own, recorded in the JSON:
 CLUSTER_FLAGS = {
@@ -461,6 +464,10 @@ def summarize(meta: dict[str, Any], results: list[RepResult]) -> dict[str, Any]:
     """Medians and CV per mode; ratios to plain and legacy taken within each round."""
     by = {(r.mode, r.round): r for r in results}
     modes = sorted(dict.fromkeys(r.mode for r in results), key=MODES.index)
+    # The fastest repetition: on a shared machine noise only ever slows a repetition down,
+    # so the best of several is the steadiest estimate of what the mode can do (timeit's
+    # reasoning); medians and CVs show the spread.
+    best = {m: max(r.avg_pods_per_s for r in results if r.mode == m) for m in modes}
     out: dict[str, Any] = {
         **meta,
         # Repetitions during which the hypervisor ran other guests on this machine's CPUs:
@@ -484,6 +491,7 @@ def summarize(meta: dict[str, Any], results: list[RepResult]) -> dict[str, Any]:
                 **({f"p{q}": round(percentile(pooled, q), 1) for q in (50, 90, 99)} if pooled else {}),
             },
             "cv_percent": {k: round(cv([float(getattr(r, k)) for r in reps]), 1) for k in KEYS},
+            "best_pods_per_s": best[mode],
             "reps": [asdict(r) for r in reps],
         }
         for base in ("plain", "legacy"):
@@ -502,6 +510,7 @@ def summarize(meta: dict[str, Any], results: list[RepResult]) -> dict[str, Any]:
                 spread[k] = round(cv(per_round), 1) if per_round else None
             entry[f"ratio_to_{base}"] = ratios
             entry[f"ratio_cv_percent_to_{base}"] = spread
+            entry[f"best_ratio_to_{base}"] = round(best[mode] / best[base], 3) if best[base] else None
         out["modes"][mode] = entry
     return out
 
@@ -524,13 +533,14 @@ def validate(
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """A terminal table of the medians, CVs and ratios to legacy, then the disturbed
-    repetitions."""
+    """A terminal table of the medians, CVs and ratios to legacy, the best repetition's
+    throughput, then the disturbed repetitions."""
     head = (
         f"Kubernetes {summary['git_version']}: {summary['nodes']} nodes x 8 GPUs, {summary['pods']} pods, "
         f"{summary['reps']} rounds, {summary['wall_seconds']:.0f}s"
     )
-    cols = f"{'mode':<8} {'pods/s':>7} {'CV%':>5} {'xlegacy':>8} {'CV%':>5} {'p50':>6} {'p99':>6} "
+    cols = f"{'mode':<8} {'pods/s':>7} {'CV%':>5} {'xlegacy':>8} {'CV%':>5} {'best':>7} {'xlegacy':>8} "
+    cols += f"{'p50':>6} {'p99':>6} "
     cols += f"{'schedCPU':>9} {'xlegacy':>8} {'obj/pod':>8} {'wr/pod':>7} {'etcd MB':>8} {'throttle':>9}"
     lines = [head, cols]
     for mode, e in summary["modes"].items():
@@ -543,6 +553,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(
             f"{mode:<8} {med['avg_pods_per_s']:7.1f} {spread['avg_pods_per_s']:5.1f} "
             f"{fmt(ratio.get('avg_pods_per_s'), '8.3f'):>8} {fmt(ratio_cv.get('avg_pods_per_s'), '5.1f'):>5} "
+            f"{fmt(e.get('best_pods_per_s'), '7.1f'):>7} {fmt(e.get('best_ratio_to_legacy'), '8.3f'):>8} "
             f"{fmt(pooled.get('p50'), '6.1f'):>6} {fmt(pooled.get('p99'), '6.1f'):>6} "
             f"{med['scheduler_cpu_s']:9.1f} {fmt(ratio.get('scheduler_cpu_s'), '8.2f'):>8} "
             f"{med['api_objects_per_pod']:8.2f} {med['api_writes_per_pod']:7.2f} "
