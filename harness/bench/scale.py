@@ -3,10 +3,10 @@
 One local cluster with N simulated nodes x 8 GPUs serves all four modes (harness/bench/
 modes.py). Each round runs every mode once: M pods are created concurrently while the
 scheduler is paused (SIGSTOP), then it is resumed and the batch lasts until it has bound
-all of them. A mode whose batch is over in less than the 10 s a throughput window needs
-(plain and legacy: 2,000 pods in 4-8 s) runs further batches of M pods on the emptied fleet,
-so every node fills to the same level in every mode; its costs are given per batch of M
-pods. Rounds repeat, so each mode's
+all of them. With max_batches > 1 a mode whose batch is over in less than the 10 s a
+throughput window needs (plain and legacy: 2,000 pods in 4-8 s) runs further batches of M
+pods on the emptied fleet, so every node fills to the same level in every mode; its costs
+are then given per batch of M pods. Rounds repeat, so each mode's
 repetitions are spread over the whole run and drift on a shared machine hits all modes
 alike; ratios are taken within a round.
 
@@ -407,10 +407,9 @@ class Bench:
         return result
 
     def _release_claims(self, claims_api: str) -> None:
-        """Drop the deleted claims' finalizer (resource.kubernetes.io/delete-protection) here:
-        the resourceclaim controller would first write each claim's status to deallocate it,
-        and then the finalizer, 4,000 writes for 2,000 claims and a third of every round's
-        cleanup. A deleted claim frees its devices in the scheduler all the same."""
+        """Drop the finalizer (resource.kubernetes.io/delete-protection) of the deleted claims
+        the resourceclaim controller has not released yet: the cleanup then does not wait on
+        its queue. A deleted claim frees its devices in the scheduler all the same."""
         path = f"/apis/{claims_api}/namespaces/{NAMESPACE}/resourceclaims"
         status, text = self.kube.raw_get(path)
         if status != 200:
