@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
-from harness.errors import HarnessError
+from harness.errors import HarnessError, WaitTimeout
 from harness.versions import REPO_ROOT, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 
@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
-    except HarnessError as err:
+    except (HarnessError, WaitTimeout) as err:  # a bounded wait's name and last state, no traceback
         print(f"dra-harness: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

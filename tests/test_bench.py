@@ -183,16 +183,18 @@ def _rep(mode: str, round_: int, pods_per_s: float, cpu: float) -> RepResult:
     return RepResult(**zero)
 
 
+def _rounds(*pods_per_s: tuple[float, float]) -> list[RepResult]:
+    """A legacy and a bridged repetition a round, at these (legacy, bridged) pods/s."""
+    return [
+        rep
+        for i, (legacy, bridged) in enumerate(pods_per_s)
+        for rep in (_rep("legacy", i, legacy, 5.0), _rep("bridged", i, bridged, 40.0))
+    ]
+
+
 def test_summary_takes_ratios_within_each_round() -> None:
     # The machine gets slower in round 1: the ratio to legacy holds, the raw figures drift.
-    results = [
-        _rep("legacy", 0, 200.0, 5.0),
-        _rep("bridged", 0, 50.0, 40.0),
-        _rep("legacy", 1, 100.0, 5.0),
-        _rep("bridged", 1, 25.0, 40.0),
-        _rep("legacy", 2, 150.0, 5.0),
-        _rep("bridged", 2, 37.5, 40.0),
-    ]
+    results = _rounds((200.0, 50.0), (100.0, 25.0), (150.0, 37.5))
     summary = summarize({"kubernetes": "1.37", "nodes": 5, "pods": 100}, results)
     bridged = summary["modes"]["bridged"]
     assert bridged["median"]["avg_pods_per_s"] == 37.5
@@ -211,13 +213,7 @@ def test_summary_takes_ratios_within_each_round() -> None:
 
 
 def test_best_ratio_divides_the_fastest_repetitions_whichever_round_they_ran_in() -> None:
-    results = [
-        _rep("legacy", 0, 200.0, 5.0),
-        _rep("bridged", 0, 40.0, 40.0),
-        _rep("legacy", 1, 100.0, 5.0),
-        _rep("bridged", 1, 30.0, 40.0),
-    ]
-    bridged = summarize({}, results)["modes"]["bridged"]
+    bridged = summarize({}, _rounds((200.0, 40.0), (100.0, 30.0)))["modes"]["bridged"]
     assert bridged["ratio_to_legacy"]["avg_pods_per_s"] == 0.25  # median of 0.2 and 0.3
     assert (bridged["best_pods_per_s"], bridged["best_ratio_to_legacy"]) == (40.0, 0.2)
 

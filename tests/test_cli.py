@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
+from harness import cli
 from harness.versions import REPO_ROOT
+from harness.waits import wait_for
 from tests.cli import run_cli
 
 
@@ -39,6 +41,7 @@ from tests.cli import run_cli
             "dra-harness: unknown bench mode dra; valid: plain, legacy, bridged, claims",
         ),
         (("bench", "--pods", "0"), "dra-harness: --pods must be at least 1, got 0"),
+        (("bench", "--max-batches", "0"), "dra-harness: --max-batches must be at least 1, got 0"),
         (
             ("bench", "-k", "1.36,1.37", "--out", "x.json"),
             "dra-harness: --out names one file; give one -k with it",
@@ -48,6 +51,20 @@ from tests.cli import run_cli
 def test_bad_input_is_one_line_and_exit_1(args: tuple[str, ...], line: str) -> None:
     done = run_cli(*args)
     assert (done.returncode, done.stderr, done.stdout) == (1, line + "\n", "")
+
+
+def test_a_wait_that_runs_out_is_its_name_and_last_state_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def bench(_: object) -> int:
+        wait_for(lambda: 1080, lambda n: n == 2000, timeout=0, describe="2000 bench nodes registered")
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_bench", bench)
+    assert cli.main(["bench"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dra-harness: timed out after 0s waiting for 2000 bench nodes registered")
+    assert err.endswith("last observed:\n1080\n")
 
 
 def test_versions_lists_every_minor_with_its_release() -> None:

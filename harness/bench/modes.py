@@ -72,8 +72,9 @@ class BenchFleet:
             timeout=300,
             describe=f"{len(names)} bench nodes Ready",
         )
-        # The node lifecycle controller posts one RegisteredNode event a node within its
-        # 5 s monitor period: 500 writes that would otherwise land in the first repetition.
+        # The node lifecycle controller posts one RegisteredNode event a node, one at a time:
+        # 500 writes that would otherwise land in the first repetition. Seen at ~10 a second
+        # on 2 busy cores, so the bound grows with the fleet.
         wanted = set(names)
         wait_for(
             lambda: len(
@@ -83,7 +84,7 @@ class BenchFleet:
                 )
             ),
             lambda registered: registered == len(wanted),
-            timeout=120,
+            timeout=60 + 0.2 * len(wanted),
             describe=f"{len(names)} bench nodes registered by the node lifecycle controller (events)",
         )
         fleet = fleet_from_dict(
