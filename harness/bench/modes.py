@@ -46,6 +46,7 @@ CLAIM_MODES = frozenset({"bridged", "claims"})
 # labels, Resource + ActionType, the same in 1.36 and 1.37).
 NODE_ALLOCATABLE_EVENT = "NodeUpdateNodeAllocatable"
 DEVICE_CLASS_EVENT = "resource.k8s.io/DeviceClassUpdate"
+EVENT_QUEUE = 1000  # client-go tools/record maxQueuedEvents: a component's events beyond it drop
 
 
 def parallel(fn: Callable[[Any], object], items: list[Any], workers: int = 32) -> None:
@@ -72,21 +73,7 @@ class BenchFleet:
             timeout=300,
             describe=f"{len(names)} bench nodes Ready",
         )
-        # The node lifecycle controller posts one RegisteredNode event a node, one at a time:
-        # 500 writes that would otherwise land in the first repetition. Seen at ~10 a second
-        # on 2 busy cores, so the bound grows with the fleet.
-        wanted = set(names)
-        wait_for(
-            lambda: len(
-                wanted.intersection(
-                    e["involvedObject"]["name"]
-                    for e in self.kube.list("v1", "Event", "default", field_selector="reason=RegisteredNode")
-                )
-            ),
-            lambda registered: registered == len(wanted),
-            timeout=60 + 0.2 * len(wanted),
-            describe=f"{len(names)} bench nodes registered by the node lifecycle controller (events)",
-        )
+        self._await_registered_events(names)
         fleet = fleet_from_dict(
             {
                 "pools": [
@@ -114,6 +101,26 @@ class BenchFleet:
             b.claim_template(
                 "gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])], api=self.api
             )
+        )
+
+    def _await_registered_events(self, names: list[str]) -> None:
+        """The node lifecycle controller posts one RegisteredNode event a node: 500 writes
+        that would otherwise land in the first repetition. Its event broadcaster queues at most
+        1,000 (client-go's maxQueuedEvents) and drops the rest of a burst, so a larger fleet
+        is done once that many arrived and the count held still for a second."""
+        wanted, seen = set(names), [-1]
+
+        def registered() -> int:
+            events = self.kube.list("v1", "Event", "default", field_selector="reason=RegisteredNode")
+            seen.append(len(wanted.intersection(e["involvedObject"]["name"] for e in events)))
+            return seen[-1]
+
+        wait_for(
+            registered,
+            lambda n: n == len(wanted) or (n >= EVENT_QUEUE and n == seen[-2]),
+            timeout=60 + 0.1 * len(wanted),
+            interval=1.0,
+            describe=f"{len(names)} bench nodes registered by the node lifecycle controller (events)",
         )
 
     def switch_to(self, mode: str) -> dict[str, int]:

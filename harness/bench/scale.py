@@ -127,6 +127,9 @@ class RepResult:
     # Watches the API server closed because their client fell behind (the paused scheduler's
     # among them): each costs its client a re-watch, and perhaps a stall, during the repetition.
     terminated_watchers: float
+    # Scheduling attempts that did not bind a pod (unschedulable or error): each puts the pod
+    # in back-off for a second or more, a stall a short repetition shows as a slow one.
+    failed_attempts: float
     steal_s: float  # CPU time the hypervisor gave to other guests: a noisy-neighbour gauge
     steal_percent: float  # ... as a share of the machine's CPU time during the repetition
     harness_cpu_s: float  # this process (creating pods, sampling metrics): the machine is shared
@@ -157,6 +160,7 @@ KEYS = (
     "client_throttle_s",
     "throttled_requests",
     "terminated_watchers",
+    "failed_attempts",
     "harness_cpu_s",
     "steal_s",
 )
@@ -225,6 +229,7 @@ def merge_batches(batches: list[RepResult]) -> RepResult:
         client_throttle_s=total("client_throttle_s", 3),
         throttled_requests=sum(r.throttled_requests for r in batches),
         terminated_watchers=total("terminated_watchers"),
+        failed_attempts=total("failed_attempts"),
         steal_s=total("steal_s"),
         steal_percent=max(r.steal_percent for r in batches),
         objects_created={
@@ -390,6 +395,11 @@ class Bench:
                 3,
             ),
             throttled_requests=throttled,
+            failed_attempts=sum(
+                (metric_sum(sched1, SCHEDULED, result=r) or 0.0)
+                - (metric_sum(sched0, SCHEDULED, result=r) or 0.0)
+                for r in ("unschedulable", "error")
+            ),
             terminated_watchers=(metric_sum(api1, TERMINATED_WATCHERS) or 0.0)
             - (metric_sum(api0, TERMINATED_WATCHERS) or 0.0),
             harness_cpu_s=round(own1 - own0, 2),

@@ -55,6 +55,8 @@ def test_each_mode_takes_its_own_path(
     per batch, the mean of the repetition's two."""
     for rep in _reps(summary, mode):
         assert (rep["claims_created"], rep["scheduler_claims_created"]) == (claims, by_scheduler)
+        if mode in ("plain", "legacy"):  # the scheduler saw the switch before the first pod
+            assert rep["failed_attempts"] == 0
         assert rep["objects_created"]["pods"] == PODS
         assert rep["objects_created"].get("resourceclaims", 0) == claims
         assert rep["objects_created"]["events"] >= PODS  # one Scheduled event a pod, at least
