@@ -522,8 +522,8 @@ def summarize(meta: dict[str, Any], results: list[RepResult]) -> dict[str, Any]:
     by = {(r.mode, r.round): r for r in results}
     modes = sorted(dict.fromkeys(r.mode for r in results), key=MODES.index)
     # The fastest repetition: on a shared machine noise only ever slows a repetition down,
-    # so the best of several is the steadiest estimate of what the mode can do (timeit's
-    # reasoning); medians and CVs show the spread.
+    # so the best of several is what the mode does when the machine is not in its way
+    # (timeit's reasoning); medians and CVs show the spread.
     best = {m: max(r.avg_pods_per_s for r in results if r.mode == m) for m in modes}
     out: dict[str, Any] = {
         **meta,
