@@ -34,5 +34,5 @@ def test_legacy_request_stays_pending_without_the_bridge(
         duration=TIMEOUTS.stays_pending,
         describe="legacy pod unbound on a DRA-only pool",
     )
-    assert kube.list("resource.k8s.io/v1", "ResourceClaim", namespace) == []
+    assert kube.list(b.resource_api(), "ResourceClaim", namespace) == []
     assert "extendedResourceClaimStatus" not in pod["status"]

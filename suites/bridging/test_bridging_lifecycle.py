@@ -109,7 +109,7 @@ def test_pod_created_before_its_device_class_runs_once_the_class_appears(
         [claim] = claims_of(kube, namespace, "early")
         assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == class_name
     finally:
-        kube.delete("resource.k8s.io/v1", "DeviceClass", class_name)
+        kube.delete(b.resource_api(), "DeviceClass", class_name)
 
 
 def test_implicit_name_of_a_class_without_extended_resource_name(
@@ -132,7 +132,7 @@ def test_implicit_name_of_a_class_without_extended_resource_name(
             }
         ]
     finally:
-        kube.delete("resource.k8s.io/v1", "DeviceClass", class_name)
+        kube.delete(b.resource_api(), "DeviceClass", class_name)
 
 
 @pytest.mark.bridged

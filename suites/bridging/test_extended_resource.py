@@ -146,7 +146,7 @@ def test_two_extended_resources_in_one_container_get_one_request_each(
         ]
         assert len({r["device"] for r in allocated_devices(claim)}) == 3
     finally:
-        kube.delete("resource.k8s.io/v1", "DeviceClass", other)
+        kube.delete(b.resource_api(), "DeviceClass", other)
 
 
 @pytest.mark.bridged
@@ -160,5 +160,5 @@ def test_zero_request_creates_no_claim_and_no_status(
 
     pod = wait_phase(kube, namespace, "zero", "Running")
 
-    assert kube.list("resource.k8s.io/v1", "ResourceClaim", namespace) == []
+    assert kube.list(b.resource_api(), "ResourceClaim", namespace) == []
     assert "extendedResourceClaimStatus" not in pod["status"]

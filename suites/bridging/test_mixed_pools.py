@@ -136,7 +136,7 @@ def test_gpu_tiers_by_product_get_their_own_extended_resource_names(
             )
     finally:
         for tier in tiers:
-            kube.delete("resource.k8s.io/v1", "DeviceClass", f"{namespace}-{tier}")
+            kube.delete(b.resource_api(), "DeviceClass", f"{namespace}-{tier}")
 
 
 @pytest.mark.bridged

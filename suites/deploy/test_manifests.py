@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import builders as b
 from harness.clusters.base import Cell, Cluster
 from harness.clusters.local import LocalCluster
 from harness.controlplane.build import binary_path
@@ -99,7 +100,7 @@ def slice_doc(name: str, node: str | None) -> str:
     else:
         spec["nodeName"] = node
     body = {
-        "apiVersion": "resource.k8s.io/v1",
+        "apiVersion": b.resource_api(),
         "kind": "ResourceSlice",
         "metadata": {"name": name},
         "spec": spec,

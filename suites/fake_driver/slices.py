@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from harness import builders as b
 from harness.kube import Kube, Obj
 
-SLICE_API = "resource.k8s.io/v1"
+SLICE_API = b.resource_api()
 
 
 def node_slices(kube: Kube, node: str, driver: str = "gpu.nvidia.com") -> list[Obj]:

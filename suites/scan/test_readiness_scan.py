@@ -117,7 +117,7 @@ def test_staged_failure_modes_are_each_found(
             ("BLOCKING", "selector-matches-nothing", f"deviceclass/{typo_class}"),
         } <= _checks(report)
     finally:
-        kube.delete("resource.k8s.io/v1", "DeviceClass", typo_class)
+        kube.delete(b.resource_api(), "DeviceClass", typo_class)
 
 
 def test_a_user_without_read_access_gets_one_line_and_exit_1(

@@ -79,4 +79,4 @@ def test_scheduler_allocates_a_device_from_a_resource_slice(
             {"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}
         ]
     finally:
-        kube.delete("resource.k8s.io/v1", "DeviceClass", class_name)
+        kube.delete(b.resource_api(), "DeviceClass", class_name)
