@@ -204,7 +204,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench.modes import MODES
-    from harness.bench.scale import MAX_BATCHES, MIN_WINDOW_SECONDS, format_summary, run, validate
+    from harness.bench.scale import MAX_BATCHES, format_summary, run, validate
     from harness.readiness.report import DEFAULT_BENCH_DIR
 
     matrix = load_matrix()
@@ -220,16 +220,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     ensure_kwok(matrix)
     for minor in minors:
         out = Path(args.out) if args.out else DEFAULT_BENCH_DIR / f"scale-{minor.name}.json"
-        summary = run(
-            minor.name,
-            args.nodes,
-            args.pods,
-            args.reps,
-            modes,
-            out,
-            min_seconds=MIN_WINDOW_SECONDS,
-            max_batches=max_batches,
-        )
+        summary = run(minor.name, args.nodes, args.pods, args.reps, modes, out, max_batches=max_batches)
         print(format_summary(summary))
         print(f"written to {out}")
     return 0

@@ -205,6 +205,11 @@ def _settled(read: Callable[[], Samples], describe: str, timeout: float = 30) ->
     return seen[-1]
 
 
+def bound(samples: Samples) -> float:
+    """Pods the scheduler has bound so far, by its own counter."""
+    return metric_sum(samples, SCHEDULED, result="scheduled") or 0.0
+
+
 def merge_batches(batches: list[RepResult]) -> RepResult:
     """One repetition from its batches (see RepResult for what is summed and what averaged)."""
     if len(batches) == 1:
@@ -313,12 +318,10 @@ class Bench:
             self.clear()
         finally:
             self.cluster.resume_component("kube-scheduler")
-        before = metric_sum(self.scrape.scheduler(only=(SCHEDULED,)), SCHEDULED, result="scheduled") or 0.0
+        before = bound(self.scrape.scheduler(only=(SCHEDULED,)))
         self._create("claims", 1)
         wait_for(
-            lambda: (
-                metric_sum(self.scrape.scheduler(only=(SCHEDULED,)), SCHEDULED, result="scheduled") or 0.0
-            ),
+            lambda: bound(self.scrape.scheduler(only=(SCHEDULED,))),
             lambda bound: bound >= before + 1,
             timeout=120,
             interval=0.1,
@@ -326,10 +329,10 @@ class Bench:
         )
         self.clear()
 
-    def rep(self, mode: str, round_: int, min_seconds: float, max_batches: int) -> RepResult:
-        """Batches of M pods until they have taken `min_seconds` (or `max_batches` ran)."""
+    def rep(self, mode: str, round_: int, max_batches: int) -> RepResult:
+        """Batches of M pods until they have taken MIN_WINDOW_SECONDS (or `max_batches` ran)."""
         batches = [self.batch(mode, round_)]
-        while sum(r.seconds for r in batches) < min_seconds and len(batches) < max_batches:
+        while sum(r.seconds for r in batches) < MIN_WINDOW_SECONDS and len(batches) < max_batches:
             self.clear()
             batches.append(self.batch(mode, round_))
         return merge_batches(batches)
@@ -365,12 +368,12 @@ class Bench:
         etcd0 = scrape.etcd_in_use_bytes()
         cpu0 = {c: scrape.cpu_seconds(c) for c in CPU_COMPONENTS}
         own0, steal0 = time.process_time(), steal_seconds()
-        target = (metric_sum(sched0, SCHEDULED, result="scheduled") or 0.0) + pods
+        target = bound(sched0) + pods
 
         def sample() -> dict[str, float]:
             samples = scrape.scheduler(only=(SCHEDULED, PENDING))
             return {
-                "scheduled": metric_sum(samples, SCHEDULED, result="scheduled") or 0.0,
+                "scheduled": bound(samples),
                 "pending": metric_sum(samples, PENDING) or 0.0,
             }
 
@@ -629,7 +632,6 @@ def run(
     modes: tuple[str, ...],
     out: Path | None,
     progress: Callable[[str], None] = print,
-    min_seconds: float = MIN_WINDOW_SECONDS,
     max_batches: int = MAX_BATCHES,
 ) -> dict[str, Any]:
     validate(nodes, pods, reps, modes, max_batches)
@@ -652,7 +654,7 @@ def run(
             progress(f"bench setup: {nodes} nodes x 8 GPUs, caches warmed up, in {setup_seconds:.0f}s")
             plan = schedule(tuple(sorted(modes, key=RUN_ORDER.index)), reps)
             for i, (round_, mode) in enumerate(plan):
-                r = bench.rep(mode, round_, min_seconds, max_batches)
+                r = bench.rep(mode, round_, max_batches)
                 if i < len(plan) - 1:  # the last repetition's objects go with the cluster
                     cleared = time.monotonic()
                     r.cleanup_cpu_s = round(bench.clear(), 2)
@@ -673,7 +675,7 @@ def run(
         "nodes": nodes,
         "pods": pods,
         "reps": reps,
-        "min_window_seconds": min_seconds,
+        "min_window_seconds": MIN_WINDOW_SECONDS,
         "max_batches": max_batches,
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "setup_seconds": round(setup_seconds, 1),
