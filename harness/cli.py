@@ -16,38 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
+from harness.clusters.processes import exit_code, install_signal_teardown
+from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
-from harness.versions import REPO_ROOT, load_matrix
-from harness.waits import TIMEOUTS, wait_for
-
-
-def _state_dir(name: str) -> Path:
-    return cache_root() / "clusters" / name
-
-
-def _read_state(state_dir: Path) -> dict[str, object] | None:
-    try:
-        state: dict[str, object] = json.loads((state_dir / "state.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return state
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+from harness.versions import load_matrix
 
 
 def cmd_versions(_: argparse.Namespace) -> int:
@@ -69,83 +45,42 @@ def cmd_controlplane_build(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
+    from harness.clusters import named
+
+    named.validate_name(args.name)
     matrix = load_matrix()
     minor = matrix.minor(args.k8s_version or matrix.default_minor)
-    minor.profile(args.gates or matrix.default_profile)
-    state_dir = _state_dir(args.name)
-    state = _read_state(state_dir)
-    if state and _alive(state.get("supervisor_pid")):
-        print(f"# cluster {args.name!r} is already running ({state['kubernetes']}, {state['profile']})")
-        print(f"export KUBECONFIG={state['kubeconfig']}")
-        return 0
-    ensure_controlplane(minor)  # build in the foreground, where progress is visible
-    ensure_kwok(matrix)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    log = (state_dir / "supervisor.log").open("ab")
-    cmd = [
-        sys.executable,
-        "-m",
-        "harness.clusters.supervisor",
-        "--state-dir",
-        str(state_dir),
-        "--k8s-version",
-        minor.name,
-        "--gates",
-        args.gates or matrix.default_profile,
-    ]
-    proc = subprocess.Popen(
-        cmd,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        cwd=REPO_ROOT,
-    )
-
-    def observe() -> dict[str, object]:
-        if proc.poll() is not None:
-            tail = (state_dir / "supervisor.log").read_text(errors="replace").strip().splitlines()[-20:]
-            raise HarnessError("cluster failed to start:\n" + "\n".join(tail))
-        return _read_state(state_dir) or {}
-
-    state = wait_for(
-        observe,
-        lambda s: bool(s.get("ready")),
-        timeout=TIMEOUTS.component_ready * 2,
-        describe=f"cluster {args.name!r} ready",
-    )
+    profile = minor.profile(args.gates or matrix.default_profile)
+    explicit = args.k8s_version is not None or args.gates is not None
+    if named.running(args.name) is None:
+        ensure_controlplane(minor)  # build in the foreground, where progress is visible
+        ensure_kwok(matrix)
+    record, already = named.up(args.name, minor, profile, explicit=explicit)
+    how = "is already running" if already else "is ready"
     print(
-        f"# cluster {args.name!r}: Kubernetes {state['kubernetes']}, gates {state['profile']}; "
-        f"logs in {state_dir / 'logs'}"
+        f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
+        f"logs in {named.state_dir(args.name) / 'logs'}"
     )
-    print(f"export KUBECONFIG={state['kubeconfig']}")
+    print(f"export KUBECONFIG={record.kubeconfig}")
     return 0
 
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:
-    state_dir = _state_dir(args.name)
-    state = _read_state(state_dir)
-    pid = state.get("supervisor_pid") if state else None
-    if not isinstance(pid, int) or not _alive(pid):
-        print(f"cluster {args.name!r} is not running")
-        return 0
-    os.kill(pid, signal.SIGTERM)
-    wait_for(
-        lambda: _alive(pid),
-        lambda alive: not alive,
-        timeout=TIMEOUTS.deletion,
-        describe=f"cluster {args.name!r} supervisor (pid {pid}) to exit",
-    )
-    print(f"cluster {args.name!r} stopped")
+    from harness.clusters import named
+
+    stopped = named.down(args.name)
+    print(f"cluster {args.name!r} {'stopped' if stopped else 'is not running'}")
     return 0
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
-    state = _read_state(_state_dir(args.name))
-    if not state or not _alive(state.get("supervisor_pid")):
+    from harness.clusters import named
+
+    record = named.running(args.name)
+    if record is None:
         print(f"cluster {args.name!r} is not running")
         return 1
-    print(json.dumps(state, indent=2))
+    print(json.dumps(record.to_json(), indent=2))
     return 0
 
 
@@ -342,14 +277,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    install_signal_teardown()  # SIGTERM (a CI cancel) unwinds like Ctrl-C: nothing is left running
     try:
         code: int = args.func(args)
     except (HarnessError, WaitTimeout) as err:  # a bounded wait's name and last state, no traceback
         print(f"dra-harness: {err}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         print("dra-harness: interrupted", file=sys.stderr)
-        return 130
+        return exit_code(stop)
     return code
 
 

@@ -14,14 +14,12 @@ compact status table is redrawn in place as well.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import fnmatch
 import json
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -32,6 +30,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fake_driver.personalities import PERSONALITIES
+from harness.clusters.processes import exit_code as signal_exit_code
+from harness.clusters.processes import forward_stop, popen_child
+from harness.clusters.rundirs import ENV, matrix_cell_run_dir
 from harness.errors import HarnessError
 from harness.versions import REPO_ROOT, Matrix
 
@@ -172,6 +173,7 @@ def pytest_command(cell: Cell, cell_dir: Path, paths: Sequence[str], extra: Sequ
 class CellRun:
     cell: Cell
     dir: Path
+    cluster_dir: Path  # outside the reports: the cell's clusters keep keys there
     state: str = "queued"  # queued | running | passed | failed | error | interrupted
     exit_code: int | None = None
     started: float = 0.0
@@ -302,19 +304,18 @@ def _run_cell(
         events.put(run)
         return
     run.dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "DRA_HARNESS_RUN_DIR": str(run.dir / "clusters"), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, ENV: str(run.cluster_dir), "PYTHONUNBUFFERED": "1"}
     env.pop("PYTEST_XDIST_WORKER", None)
     log = run.dir / "pytest.log"
     run.started = time.monotonic()
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = popen_child(
             pytest_command(run.cell, run.dir, paths, extra),
             cwd=REPO_ROOT,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C reaches the cells through us, once, in order
         )
         procs[run.cell.id] = proc
         run.state = "running"
@@ -341,11 +342,12 @@ class MatrixResult:
     runs: list[CellRun]
     wall_seconds: float
     build_seconds: float
+    interrupt_code: int = 130  # 128 + the signal that stopped the run
 
     @property
     def exit_code(self) -> int:
         if any(r.state == "interrupted" for r in self.runs):
-            return 130
+            return self.interrupt_code
         return 0 if all(r.state == "passed" for r in self.runs) else 1
 
     def to_json(self) -> dict[str, Any]:
@@ -386,7 +388,7 @@ def run_matrix(
     run_id = run_id or new_run_id()
     out = out_root / run_id
     out.mkdir(parents=True, exist_ok=True)
-    runs = [CellRun(c, out / "cells" / c.slug) for c in cells]
+    runs = [CellRun(c, out / "cells" / c.slug, matrix_cell_run_dir(run_id, c.slug)) for c in cells]
     display = Display(runs, stream)
     t0 = time.monotonic()
     display.line(f"matrix {run_id}: {len(cells)} cell(s), {jobs} at a time, reports in {out}")
@@ -400,6 +402,7 @@ def run_matrix(
     pending = list(runs)
     threads: list[threading.Thread] = []
     done = 0
+    interrupted_by = 130
 
     def launch() -> None:
         while pending and len(threads) - done < jobs:
@@ -424,19 +427,20 @@ def run_matrix(
             if run.state != "running":
                 done += 1
                 launch()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         stopping.set()
         pending.clear()
         display.line("interrupted: stopping running cells (their clusters are torn down)")
-        for proc in list(procs.values()):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGINT)
-        for t in threads:
+        interrupted_by = signal_exit_code(stop)
+        stoppers = [threading.Thread(target=forward_stop, args=(p, stop)) for p in list(procs.values())]
+        for t in stoppers:
+            t.start()
+        for t in [*stoppers, *threads]:
             t.join()
         for r in runs:
             if r.state == "queued":
                 r.state, r.note = "interrupted", "not started"
-    result = MatrixResult(run_id, out, runs, time.monotonic() - t0, build_seconds)
+    result = MatrixResult(run_id, out, runs, time.monotonic() - t0, build_seconds, interrupted_by)
     (out / "matrix.json").write_text(json.dumps(result.to_json(), indent=2))
     return result
 

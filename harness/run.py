@@ -5,9 +5,9 @@ readiness report of the cell: readiness.html/.md/.json)."""
 from __future__ import annotations
 
 import datetime
-import subprocess
 import sys
 
+from harness.clusters.processes import run_child
 from harness.versions import REPO_ROOT, load_matrix
 
 REPORTS = REPO_ROOT / "reports" / "out"
@@ -35,7 +35,7 @@ def run_suites(minor: str | None, profile: str | None, extra: list[str]) -> int:
     print(
         f"dra-harness run {run_id}: Kubernetes {cell_minor.kubernetes}, gates {cell_profile.name}", flush=True
     )
-    code = subprocess.run(cmd, cwd=REPO_ROOT, check=False).returncode
+    code = run_child(cmd, cwd=REPO_ROOT)  # SIGTERM/Ctrl-C: forwarded, pytest tears down, then we exit
     if (out / "summary.json").exists():  # the readiness report of this one cell
         from harness.readiness import write_report
 

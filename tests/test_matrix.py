@@ -254,8 +254,8 @@ def test_run_matrix_runs_each_cell_as_its_own_pytest_with_its_own_run_dir(tmp_pa
 
 def test_display_on_a_terminal_redraws_a_status_table() -> None:
     runs = [
-        CellRun(Cell("1.37", "p", "dra-all"), Path("/x")),
-        CellRun(Cell("1.36", "p", "dra-all"), Path("/y")),
+        CellRun(Cell("1.37", "p", "dra-all"), Path("/x"), Path("/cx")),
+        CellRun(Cell("1.36", "p", "dra-all"), Path("/y"), Path("/cy")),
     ]
     out = io.StringIO()
     display = Display(runs, out, tty=True)

@@ -73,7 +73,7 @@ class Scraper:
         )
 
     def etcd_in_use_bytes(self) -> float:
-        samples = self._get(f"http://127.0.0.1:{self.cluster.ports.etcd_client}/metrics")
+        samples = self._get(f"{self.cluster.etcd_url}/metrics", self.cluster.etcd_tls())
         return metric_sum(samples, "etcd_mvcc_db_total_size_in_use_in_bytes") or 0.0
 
     def cpu_seconds(self, component: str) -> float:

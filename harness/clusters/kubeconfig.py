@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.clusters.pki import CertPair
+from harness.clusters.pki import CertPair, write_private
 
 
 def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: CertPair) -> Path:
@@ -22,6 +22,5 @@ def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: CertP
         "contexts": [{"name": "dra-harness", "context": {"cluster": "dra-harness", "user": user}}],
         "current-context": "dra-harness",
     }
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
+    write_private(path, yaml.safe_dump(config, sort_keys=False).encode())
     return path

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import tempfile
 import time
 import urllib.error
@@ -105,6 +106,14 @@ class LocalCluster:
         return f"https://127.0.0.1:{self.ports.apiserver}"
 
     @property
+    def etcd_url(self) -> str:
+        return f"https://127.0.0.1:{self.ports.etcd_client}"
+
+    def etcd_tls(self) -> ssl.SSLContext:
+        """etcd answers only TLS clients holding a certificate of its own CA."""
+        return health.tls_context(self.pki.etcd_ca.cert, self.pki.etcd_client)
+
+    @property
     def pki(self) -> ClusterPKI:
         assert self._pki is not None, "cluster not started"
         return self._pki
@@ -170,13 +179,13 @@ class LocalCluster:
         """Compact etcd's history up to now (what the API server does every 5 minutes) and
         defragment, through etcd's JSON gateway, so the pages freed count as free at once;
         returns the revision. Benchmarks call it between repetitions."""
-        base = f"http://127.0.0.1:{self.ports.etcd_client}/v3"
+        base, tls = f"{self.etcd_url}/v3", self.etcd_tls()
 
         def post(path: str, body: dict[str, object]) -> dict[str, Any]:
             request = urllib.request.Request(
                 f"{base}/{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
             )
-            with urllib.request.urlopen(request, timeout=30) as resp:
+            with urllib.request.urlopen(request, timeout=30, context=tls) as resp:
                 answer: dict[str, Any] = json.loads(resp.read())
                 return answer
 
@@ -280,7 +289,8 @@ class LocalCluster:
     def _probe(self, name: str) -> Callable[[], tuple[int, str]]:
         p, pki = self.ports, self.pki
         if name == "etcd":
-            return lambda: health.get(f"http://127.0.0.1:{p.etcd_client}/health")
+            etcd = self.etcd_tls()
+            return lambda: health.get(f"{self.etcd_url}/health", etcd)
         if name == "kube-apiserver":
             ctx = health.tls_context(pki.ca.cert, pki.admin)
             return lambda: health.get(f"{self.server}/readyz", ctx)
@@ -300,23 +310,35 @@ class LocalCluster:
     def _flags(self, name: str) -> list[str]:
         p, pki, run = self.ports, self.pki, self.run_dir
         if name == "etcd":
-            data = run / "etcd"
-            peer = f"http://127.0.0.1:{p.etcd_peer}"
+            client, peer = f"https://127.0.0.1:{p.etcd_client}", f"https://127.0.0.1:{p.etcd_peer}"
             return [
                 "--name=default",
-                f"--data-dir={data}",
-                f"--listen-client-urls=http://127.0.0.1:{p.etcd_client}",
-                f"--advertise-client-urls=http://127.0.0.1:{p.etcd_client}",
+                f"--data-dir={run / 'etcd'}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
                 f"--listen-peer-urls={peer}",
                 f"--initial-advertise-peer-urls={peer}",
                 f"--initial-cluster=default={peer}",
+                # TLS and client certificates of etcd's own CA: no other local user reads the cluster.
+                f"--cert-file={pki.etcd_server.cert}",
+                f"--key-file={pki.etcd_server.key}",
+                "--client-cert-auth=true",
+                f"--trusted-ca-file={pki.etcd_ca.cert}",
+                f"--peer-cert-file={pki.etcd_peer.cert}",
+                f"--peer-key-file={pki.etcd_peer.key}",
+                "--peer-client-cert-auth=true",
+                f"--peer-trusted-ca-file={pki.etcd_ca.cert}",
                 "--unsafe-no-fsync=true",  # test data: durability buys nothing here
                 "--log-level=warn",
             ]
         if name == "kube-apiserver":
             runtime = self.profile.runtime_config_flag()
             return [
-                f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
+                f"--etcd-servers=https://127.0.0.1:{p.etcd_client}",
+                f"--etcd-cafile={pki.etcd_ca.cert}",
+                f"--etcd-certfile={pki.etcd_client.cert}",
+                f"--etcd-keyfile={pki.etcd_client.key}",
+                "--anonymous-auth=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={p.apiserver}",
                 f"--tls-cert-file={pki.apiserver.cert}",

@@ -1,12 +1,16 @@
 """A throwaway PKI for one local cluster, made with `cryptography`.
 
 ECDSA P-256 keys: generating them takes milliseconds, so every cluster gets fresh ones.
+etcd has a CA of its own (as kubeadm lays it out): a client certificate the controller
+manager signs with the cluster CA (a CSR any kubelet may file) must never open etcd.
+Private keys are created 0600 from their first byte.
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +37,10 @@ class ClusterPKI:
     scheduler: CertPair
     service_account_key: Path
     service_account_pub: Path
+    etcd_ca: CertPair
+    etcd_server: CertPair
+    etcd_peer: CertPair
+    etcd_client: CertPair  # the API server's (and the harness's probes') way into etcd
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -46,13 +54,23 @@ def _name(cn: str, org: str | None = None) -> x509.Name:
     return x509.Name(attrs)
 
 
+def write_private(path: Path, data: bytes) -> None:
+    """Owner-only from the first byte: no window in which another user can read it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
 def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
-    path.write_bytes(
+    write_private(
+        path,
         key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        ),
     )
-    path.chmod(0o600)
 
 
 def _builder(
@@ -79,15 +97,16 @@ def _leaf(
     *,
     server_names: tuple[str, ...] = (),
     server_ips: tuple[str, ...] = (),
+    also_client: bool = False,
 ) -> CertPair:
     key = _key()
-    usage = (
-        ExtendedKeyUsageOID.SERVER_AUTH if (server_names or server_ips) else ExtendedKeyUsageOID.CLIENT_AUTH
-    )
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH] if (server_names or server_ips) else []
+    if not usages or also_client:
+        usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
     builder = (
         _builder(subject, ca_name, key)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
     )
     if server_names or server_ips:
         sans: list[x509.GeneralName] = [x509.DNSName(n) for n in server_names]
@@ -100,12 +119,11 @@ def _leaf(
     return pair
 
 
-def generate_pki(directory: Path) -> ClusterPKI:
-    directory.mkdir(parents=True, exist_ok=True)
-    ca_key = _key()
-    ca_name = _name("dra-harness-ca")
-    ca_cert = (
-        _builder(ca_name, ca_name, ca_key)
+def _ca(directory: Path, stem: str, cn: str) -> tuple[CertPair, ec.EllipticCurvePrivateKey, x509.Name]:
+    key = _key()
+    name = _name(cn)
+    cert = (
+        _builder(name, name, key)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -121,12 +139,37 @@ def generate_pki(directory: Path) -> ClusterPKI:
             ),
             critical=True,
         )
-        .sign(ca_key, hashes.SHA256())
+        .sign(key, hashes.SHA256())
     )
-    ca = CertPair(directory / "ca.crt", directory / "ca.key")
-    ca.cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    _write_key(ca_key, ca.key)
+    pair = CertPair(directory / f"{stem}.crt", directory / f"{stem}.key")
+    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(key, pair.key)
+    return pair, key, name
 
+
+def _etcd_pairs(directory: Path) -> tuple[CertPair, CertPair, CertPair, CertPair]:
+    ca, ca_key, ca_name = _ca(directory, "etcd-ca", "dra-harness-etcd-ca")
+    names, ips = ("localhost",), ("127.0.0.1",)
+    server = _leaf(
+        directory, "etcd-server", ca_key, ca_name, _name("etcd-server"), server_names=names, server_ips=ips
+    )
+    peer = _leaf(
+        directory,
+        "etcd-peer",
+        ca_key,
+        ca_name,
+        _name("etcd-peer"),
+        server_names=names,
+        server_ips=ips,
+        also_client=True,
+    )
+    client = _leaf(directory, "etcd-client", ca_key, ca_name, _name("kube-apiserver-etcd-client"))
+    return ca, server, peer, client
+
+
+def generate_pki(directory: Path) -> ClusterPKI:
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key, ca_name = _ca(directory, "ca", "dra-harness-ca")
     sa_key = _key()
     sa_priv, sa_pub = directory / "sa.key", directory / "sa.pub"
     _write_key(sa_key, sa_priv)
@@ -135,6 +178,8 @@ def generate_pki(directory: Path) -> ClusterPKI:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
+
+    etcd_ca, etcd_server, etcd_peer, etcd_client = _etcd_pairs(directory)
 
     def client(stem: str, cn: str, org: str | None = None) -> CertPair:
         return _leaf(directory, stem, ca_key, ca_name, _name(cn, org))
@@ -155,4 +200,8 @@ def generate_pki(directory: Path) -> ClusterPKI:
         scheduler=client("scheduler", "system:kube-scheduler"),
         service_account_key=sa_priv,
         service_account_pub=sa_pub,
+        etcd_ca=etcd_ca,
+        etcd_server=etcd_server,
+        etcd_peer=etcd_peer,
+        etcd_client=etcd_client,
     )

@@ -30,6 +30,48 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # no graceful shutdown to wait for: the owner is gone
 
 
+def _stop_with_parent() -> None:
+    # A pytest child whose owner was killed outright still tears its cluster down.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+# How long a forwarded stop may take: pytest's teardown stops a cluster and deletes the
+# objects a run made on someone else's cluster.
+CHILD_TEARDOWN_SECONDS = 120.0
+
+
+def popen_child(argv: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes]:
+    """A long-running child (a pytest run): its own process group, so a terminal's Ctrl-C
+    reaches it once, through us; SIGTERM to it if we are killed outright."""
+    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+        list(argv), start_new_session=True, preexec_fn=_stop_with_parent, **kwargs
+    )
+
+
+def forward_stop(proc: subprocess.Popen[bytes], interrupt: KeyboardInterrupt) -> None:
+    """Send the child the signal we got (SIGINT or SIGTERM), wait for its teardown (bounded),
+    then SIGKILL its process group if it is still there."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, getattr(interrupt, "signum", signal.SIGINT))
+    try:
+        proc.wait(timeout=CHILD_TEARDOWN_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def run_child(argv: Sequence[str], **kwargs: object) -> int:
+    """popen_child, wait; on Ctrl-C or SIGTERM forward it, wait, and re-raise."""
+    proc = popen_child(argv, **kwargs)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt as stop:
+        forward_stop(proc, stop)
+        raise
+
+
 def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
     try:
         with path.open("rb") as f:
@@ -116,6 +158,20 @@ def stop_all() -> None:
         proc.stop(grace=5.0)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or another stop signal) seen as Ctrl-C, so context managers and pytest
+    fixtures unwind; `signum` gives the exit code 128 + N."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def exit_code(interrupt: KeyboardInterrupt) -> int:
+    """128 + N for the signal behind an interrupt (Ctrl-C: 130)."""
+    return 128 + getattr(interrupt, "signum", signal.SIGINT)
+
+
 _installed = False
 
 
@@ -127,11 +183,15 @@ def install_signal_teardown() -> None:
         return
     _installed = True
     atexit.register(stop_all)
+    # A background job of a non-interactive shell starts with SIGINT ignored and Python keeps
+    # it so; a user (or CI) that sends SIGINT means it.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     previous: Callable[[int, FrameType | None], object] | int | None = signal.getsignal(signal.SIGTERM)
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
         if callable(previous):
             previous(signum, frame)
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Terminated(signum)
 
     signal.signal(signal.SIGTERM, on_sigterm)

@@ -1,45 +1,83 @@
 """Keeps one LocalCluster running in the background for `dra-harness cluster up`.
 
-Run as `python -m harness.clusters.supervisor --state-dir D --k8s-version V --gates G`:
-starts the cluster with D as its run directory, writes D/state.json (with this PID), then
-blocks until SIGTERM or SIGINT and stops every component.
+Run as `python -m harness.clusters.supervisor --state-dir D --k8s-version V --gates G
+--owner-pid P` (by harness.clusters.named, never by hand). It owns every component from the
+first one it starts:
+- while starting, SIGTERM/SIGINT stop what was started so far, and so does the death of the
+  `up` that spawned it (PR_SET_PDEATHSIG), so an interrupted `up` leaves nothing;
+- once ready it detaches from that owner, records itself and its components in
+  supervisor.json, and blocks until SIGTERM or SIGINT (`cluster down`);
+- if it is killed outright, its components die with it (their own PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import ctypes
 import os
 import signal
 import sys
 from pathlib import Path
 
+from harness.clusters.identity import ProcessIdentity
 from harness.clusters.local import LocalCluster
+from harness.clusters.named import ClusterRecord, write_record
+from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.errors import HarnessError
+
+_PR_SET_PDEATHSIG = 1
+_STOP = {signal.SIGTERM, signal.SIGINT}
+
+
+def _die_with_owner(signum: int) -> None:
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signum)
+
+
+def _record(args: argparse.Namespace, cluster: LocalCluster) -> ClusterRecord:
+    return ClusterRecord(
+        name=args.state_dir.name,
+        minor=cluster.minor.name,
+        kubernetes=cluster.minor.kubernetes,
+        profile=cluster.profile.name,
+        phase="ready",
+        supervisor=ProcessIdentity.of(os.getpid()),
+        kubeconfig=str(cluster.kubeconfig),
+        components={name: ProcessIdentity.of(pid) for name, pid in cluster.pids().items()},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dra-harness-supervisor")
     parser.add_argument("--state-dir", type=Path, required=True)
-    parser.add_argument("--k8s-version")
-    parser.add_argument("--gates")
+    parser.add_argument("--k8s-version", required=True)
+    parser.add_argument("--gates", required=True)
+    parser.add_argument("--owner-pid", type=int, required=True)
     args = parser.parse_args(argv)
-    # Block the stop signals first, then wait for them synchronously: no race, no polling.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    _die_with_owner(signal.SIGTERM)
+    install_signal_teardown()  # SIGTERM raises Terminated, like Ctrl-C, wherever the start is
+    if os.getppid() != args.owner_pid:  # the owner died before PDEATHSIG was armed
+        print("error: the `cluster up` that started this supervisor is gone", file=sys.stderr)
+        return 1
     cluster = LocalCluster(args.k8s_version, args.gates, run_dir=args.state_dir, keep_run_dir=True)
     try:
         cluster.start()
+        _die_with_owner(0)  # detach first: `up` exits as soon as it reads "ready"
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # from here a stop waits for sigwait
+        write_record(args.state_dir, _record(args, cluster))
+        print(f"ready: {cluster.minor.kubernetes}, {cluster.profile.name}", flush=True)
+        signum = signal.sigwait(_STOP)
+        print(f"stopping on {signal.Signals(signum).name}", flush=True)
+    except KeyboardInterrupt as stop:
+        code = exit_code(stop)
+        print(f"stopped by {signal.Signals(code - 128).name} while starting", file=sys.stderr)
+        return code
     except HarnessError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    state_file = args.state_dir / "state.json"
-    state = json.loads(state_file.read_text()) | {"supervisor_pid": os.getpid(), "ready": True}
-    state_file.write_text(json.dumps(state, indent=2))
-    try:
-        signal.sigwait({signal.SIGTERM, signal.SIGINT})
     finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # a second signal must not cut the stop short
         cluster.stop()
-        state_file.unlink(missing_ok=True)
     return 0
 
 

@@ -1,0 +1,78 @@
+"""What a named cluster left behind, seen from outside: processes by command line and
+listening ports by the cluster's own records. Shared by the lifecycle tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from harness.clusters import named
+from harness.clusters.ports import port_in_use
+from harness.versions import REPO_ROOT
+from harness.waits import TIMEOUTS, wait_for
+
+
+def cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen[str], what: str) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=named.READY_TIMEOUT + TIMEOUTS.deletion)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"{what} did not exit; stderr: {err[-2000:]}") from None
+    return proc.returncode, out, err
+
+
+def processes_of(directory: Path) -> list[str]:
+    """Every live process whose command line names the cluster's directory (the supervisor
+    and each component: data dir, certificates, kubeconfigs)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        cmdline = proc.info["cmdline"] or []
+        if proc.info["status"] != psutil.STATUS_ZOMBIE and any(str(directory) in a for a in cmdline):
+            found.append(f"{proc.info['pid']}: {' '.join(cmdline)[:160]}")
+    return found
+
+
+def recorded_ports(directory: Path) -> list[int]:
+    try:
+        state = json.loads((directory / "state.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return [int(p) for p in state.get("ports", {}).values()]
+
+
+def leftovers(directory: Path, ports: list[int]) -> dict[str, list[str]]:
+    return {
+        "processes": processes_of(directory),
+        "ports": [str(p) for p in ports if port_in_use(p)],
+    }
+
+
+def assert_nothing_left(directory: Path, ports: list[int], after: str) -> None:
+    wait_for(
+        lambda: leftovers(directory, ports),
+        lambda left: not any(left.values()),
+        timeout=TIMEOUTS.deletion,
+        describe=f"nothing of {directory.name} left after {after}",
+    )
+
+
+def interrupt(proc: subprocess.Popen[str], sig: signal.Signals) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, sig)

@@ -1,0 +1,27 @@
+"""Target of the signal-forwarding tests (run only when named on the command line): a
+fixture records its set-up and teardown in $DRA_HARNESS_STOP_PROBE, and the test waits
+(bounded) for a file that never comes, so only a stop signal ends it early."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.waits import wait_for
+
+PROBE = Path(os.environ.get("DRA_HARNESS_STOP_PROBE", "/nonexistent"))
+
+
+@pytest.fixture
+def recorded() -> Iterator[None]:
+    (PROBE / "setup").write_text(str(os.getpid()))
+    yield
+    (PROBE / "teardown").write_text(str(os.getpid()))
+
+
+@pytest.mark.usefixtures("recorded")
+def test_waits_for_a_stop() -> None:
+    wait_for(lambda: (PROBE / "never").exists(), timeout=300, describe="a stop signal", interval=0.2)

@@ -1,0 +1,165 @@
+"""`dra-harness cluster up|down` against a hostile user: interrupted at every moment of a
+start, run twice at once, stopped while starting, and fooled by a reused PID. Asserted
+from outside, by process command line and listening port: nothing is ever left."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.clusters import named
+from harness.clusters.identity import ProcessIdentity
+from harness.waits import TIMEOUTS, wait_for
+from tests.e2e.lifecycle_probe import (
+    assert_nothing_left,
+    cli,
+    finish,
+    interrupt,
+    processes_of,
+    recorded_ports,
+)
+
+TRIALS = 20
+SEED = int(os.environ.get("DRA_HARNESS_TORTURE_SEED", "20261203"))
+
+
+@pytest.fixture
+def name(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A cluster name of this test's own, removed with whatever it left."""
+    cluster = f"t{os.getpid()}-{request.node.name.split('[')[0][-20:].replace('_', '-')}".strip("-")
+    yield cluster
+    subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--name", cluster], check=False)
+    shutil.rmtree(named.state_dir(cluster), ignore_errors=True)
+    (named.clusters_root() / f"{cluster}.lock").unlink(missing_ok=True)
+
+
+def _exists(path: Callable[[Path], Path]) -> Callable[[Path], bool]:
+    return lambda d: path(d).exists()
+
+
+# Moments of a start, each observable from outside (no timed sleeps): the interrupt lands
+# before the supervisor exists, then after each component was launched, then at ready.
+MOMENTS: dict[str, Callable[[Path], bool]] = {
+    "at once": lambda d: True,
+    "supervisor spawned": _exists(lambda d: d / named.RECORD),
+    "etcd launched": _exists(lambda d: d / "logs" / "etcd.log"),
+    "apiserver launched": _exists(lambda d: d / "logs" / "kube-apiserver.log"),
+    "controllers launched": _exists(lambda d: d / "logs" / "kube-scheduler.log"),
+    "kwok launched": _exists(lambda d: d / "logs" / "kwok.log"),
+    "ready": lambda d: (r := named.read_record(d)) is not None and r.phase == "ready",
+}
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+
+
+def _trials() -> list[tuple[str, signal.Signals]]:
+    rng = random.Random(SEED)
+    plan = [(m, s) for m in MOMENTS for s in SIGNALS]
+    rng.shuffle(plan)
+    return plan[:TRIALS]
+
+
+def _reach(up: subprocess.Popen[str], directory: Path, moment: str) -> None:
+    wait_for(
+        lambda: MOMENTS[moment](directory) or up.poll() is not None,
+        timeout=named.READY_TIMEOUT,
+        describe=f"`cluster up` to reach {moment!r}",
+        interval=0.02,
+    )
+
+
+def test_twenty_interrupts_of_cluster_up_leave_nothing_running(name: str) -> None:
+    directory = named.state_dir(name)
+    outcomes = []
+    for moment, sig in _trials():
+        up = cli("cluster", "up", "--name", name)
+        _reach(up, directory, moment)
+        ports = recorded_ports(directory)
+        interrupt(up, sig)
+        code, _, err = finish(up, f"cluster up after {sig.name} at {moment!r}")
+        assert "Traceback" not in err, err
+        assert_nothing_left(directory, recorded_ports(directory) or ports, f"{sig.name} at {moment!r}")
+        outcomes.append((moment, sig.name, code))
+    assert len(outcomes) == TRIALS
+    # Still usable afterwards: a stale record from a killed `up` blocks nothing.
+    code, out, err = finish(cli("cluster", "up", "--name", name), "cluster up after the trials")
+    assert code == 0, err
+    assert "export KUBECONFIG=" in out
+    code, out, _ = finish(cli("cluster", "down", "--name", name), "cluster down")
+    assert (code, out.strip()) == (0, f"cluster {name!r} stopped")
+    assert processes_of(directory) == []
+
+
+def test_two_ups_of_one_name_make_one_cluster(name: str) -> None:
+    first, second = cli("cluster", "up", "--name", name), cli("cluster", "up", "--name", name)
+    (c1, out1, err1), (c2, out2, err2) = finish(first, "first up"), finish(second, "second up")
+    assert (c1, c2) == (0, 0), err1 + err2
+    exports = {line for line in (out1 + out2).splitlines() if line.startswith("export KUBECONFIG=")}
+    assert len(exports) == 1
+    assert sorted("already running" in o for o in (out1, out2)) == [False, True]
+    supervisors = [p for p in processes_of(named.state_dir(name)) if "harness.clusters.supervisor" in p]
+    assert len(supervisors) == 1, supervisors
+    ports = recorded_ports(named.state_dir(name))
+    assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
+    assert_nothing_left(named.state_dir(name), ports, "down")
+
+
+def test_down_during_a_start_stops_it(name: str) -> None:
+    directory = named.state_dir(name)
+    up = cli("cluster", "up", "--name", name)
+    wait_for(
+        lambda: MOMENTS["etcd launched"](directory), timeout=named.READY_TIMEOUT, describe="etcd launched"
+    )
+    code, out, _ = finish(cli("cluster", "down", "--name", name), "down")
+    assert (code, out.strip()) == (0, f"cluster {name!r} stopped")
+    code, _, err = finish(up, "the interrupted up")
+    assert code == 1
+    assert err.startswith(f"dra-harness: cluster {name!r} did not start:\n"), err
+    assert "stopped by SIGTERM while starting" in err
+    assert_nothing_left(directory, recorded_ports(directory), "down during start")
+
+
+def test_up_of_another_version_under_a_running_name_is_refused(name: str) -> None:
+    assert finish(cli("cluster", "up", "--name", name, "-g", "dra-all"), "up")[0] == 0
+    code, out, err = finish(cli("cluster", "up", "--name", name, "-g", "defaults"), "second up")
+    assert (code, out) == (1, "")
+    assert err.startswith(f"dra-harness: cluster {name!r} is ready with Kubernetes "), err
+    assert err.endswith(
+        "not 1.37 (defaults): `dra-harness cluster down --name "
+        + name
+        + "` first, or choose another --name\n"
+    )
+
+
+def test_a_reused_pid_in_a_stale_record_is_never_signalled(name: str) -> None:
+    """The record names a live, unrelated process by PID with another start time: `down` and
+    `status` treat the cluster as not running and leave the process alone."""
+    bystander = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
+    try:
+        directory = named.state_dir(name)
+        directory.mkdir(parents=True)
+        real = ProcessIdentity.of(bystander.pid)
+        stale = ProcessIdentity(bystander.pid, real.started - 3600.0)
+        record = named.ClusterRecord(name, "1.37", "v1.37.2", "dra-all", "ready", stale, "x", {"etcd": stale})
+        (directory / named.RECORD).write_text(json.dumps(record.to_json()))
+        assert finish(cli("cluster", "status", "--name", name), "status")[:2] == (
+            1,
+            f"cluster {name!r} is not running\n",
+        )
+        assert finish(cli("cluster", "down", "--name", name), "down")[:2] == (
+            0,
+            f"cluster {name!r} is not running\n",
+        )
+        assert bystander.poll() is None, "down signalled a process that only shares the PID"
+        assert real.alive()
+    finally:
+        bystander.kill()
+        bystander.wait(timeout=TIMEOUTS.deletion)

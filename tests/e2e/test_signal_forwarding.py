@@ -1,0 +1,46 @@
+"""A CI cancel (SIGTERM) or Ctrl-C (SIGINT) to `dra-harness matrix` reaches its pytest
+children once: their teardown runs, nothing outlives the command, and it exits 128 + N."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.versions import REPO_ROOT, load_matrix
+from harness.waits import TIMEOUTS, wait_for
+
+TARGET = "tests/e2e/stop_target.py"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_stop_signal_to_matrix_runs_the_cells_teardown_and_exits_128_plus_n(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    cell = f"{load_matrix().default_minor}/nvidia-v25.12/dra-all"
+    argv = ["matrix", "--cells", cell, "--suite", TARGET, "--no-report", "-j", "1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *argv],
+        cwd=REPO_ROOT,
+        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(lambda: (tmp_path / "setup").exists(), timeout=120, describe="the cell's test to start")
+        pytest_pid = int((tmp_path / "setup").read_text())
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=TIMEOUTS.deletion)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, out
+    assert (tmp_path / "teardown").read_text() == str(pytest_pid)
+    assert not psutil.pid_exists(pytest_pid) or psutil.Process(pytest_pid).status() == psutil.STATUS_ZOMBIE
+    assert "interrupted: stopping running cells" in out
