@@ -61,7 +61,8 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
         f"logs in {named.state_dir(args.name) / 'logs'}"
     )
-    print(f"export KUBECONFIG={record.kubeconfig}")
+    print(f"export KUBECONFIG={record.kubeconfig}", flush=True)
+    named.acknowledge(record)
     return 0
 
 

@@ -37,6 +37,8 @@ LOG = "supervisor.log"
 # Longer than a `down` may hold the lock: its bounded stop (SIGTERM, then SIGKILL).
 LOCK_TIMEOUT = TIMEOUTS.deletion + 30.0
 READY_TIMEOUT = TIMEOUTS.component_ready * 3
+# `up` tells the supervisor it reported the cluster ready: only then does it outlive `up`.
+ACKNOWLEDGE = signal.SIGUSR1
 
 
 @dataclass
@@ -164,6 +166,12 @@ def up(name: str, minor: Minor, profile: GateProfile, *, explicit: bool) -> tupl
         if spawned is not None:
             _stop_supervisor(ProcessIdentity(spawned.pid, 0.0), spawned)
         raise
+
+
+def acknowledge(record: ClusterRecord) -> None:
+    """Call after telling the user the cluster is ready: until then, an `up` killed outright
+    takes its start down with it."""
+    record.supervisor.signal(ACKNOWLEDGE)
 
 
 def down(name: str) -> bool:

@@ -5,8 +5,10 @@ Run as `python -m harness.clusters.supervisor --state-dir D --k8s-version V --ga
 first one it starts:
 - while starting, SIGTERM/SIGINT stop what was started so far, and so does the death of the
   `up` that spawned it (PR_SET_PDEATHSIG), so an interrupted `up` leaves nothing;
-- once ready it detaches from that owner, records itself and its components in
-  supervisor.json, and blocks until SIGTERM or SIGINT (`cluster down`);
+- once ready it records itself and its components in supervisor.json; it detaches from its
+  owner only when `up` acknowledges (SIGUSR1) after telling the user, so an `up` killed
+  before it reported success still leaves nothing; then it blocks until SIGTERM or SIGINT
+  (`cluster down`);
 - if it is killed outright, its components die with it (their own PR_SET_PDEATHSIG).
 """
 
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from harness.clusters.identity import ProcessIdentity
 from harness.clusters.local import LocalCluster
-from harness.clusters.named import ClusterRecord, write_record
+from harness.clusters.named import ACKNOWLEDGE, ClusterRecord, write_record
 from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.errors import HarnessError
 
@@ -55,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--owner-pid", type=int, required=True)
     args = parser.parse_args(argv)
     _die_with_owner(signal.SIGTERM)
+    # A handler, not a blocked signal: a blocked mask would be inherited by every component.
+    signal.signal(ACKNOWLEDGE, lambda *_: _die_with_owner(0))
     install_signal_teardown()  # SIGTERM raises Terminated, like Ctrl-C, wherever the start is
     if os.getppid() != args.owner_pid:  # the owner died before PDEATHSIG was armed
         print("error: the `cluster up` that started this supervisor is gone", file=sys.stderr)
@@ -62,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     cluster = LocalCluster(args.k8s_version, args.gates, run_dir=args.state_dir, keep_run_dir=True)
     try:
         cluster.start()
-        _die_with_owner(0)  # detach first: `up` exits as soon as it reads "ready"
         signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # from here a stop waits for sigwait
         write_record(args.state_dir, _record(args, cluster))
         print(f"ready: {cluster.minor.kubernetes}, {cluster.profile.name}", flush=True)

@@ -87,4 +87,3 @@ def _holds_key(path: Path) -> bool:
             return b"PRIVATE KEY-----" in f.read(1 << 20)
     except OSError:
         return False
-
