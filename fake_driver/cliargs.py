@@ -54,6 +54,8 @@ def nonempty(text: str) -> str:
 
 def nonempty_csv(text: str) -> list[str]:
     """'a,b' -> ['a', 'b']; an empty item (',,', 'a,') is a typo, not a default."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
     items = [x.strip() for x in text.split(",")]
     if not all(items):
         raise argparse.ArgumentTypeError(f"empty item in {text!r}")
