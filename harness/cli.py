@@ -3,7 +3,7 @@
     dra-harness versions                       the matrix in versions.toml
     dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
-    dra-harness run                            the main job: suites on the default cell, reports
+    dra-harness run [PATH...] [-- ARGS]        the main job: suites on the default cell, reports
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
     dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
