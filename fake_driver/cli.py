@@ -6,6 +6,7 @@ import argparse
 import json
 import signal
 import sys
+import textwrap
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +14,15 @@ from typing import Any
 import yaml
 
 from fake_driver import apilimits, faults, installer, legacy
+from fake_driver.cliargs import (
+    OneLineParser,
+    known_minor,
+    node_name,
+    node_names,
+    nonempty_csv,
+    nonnegative_int,
+    positive_float,
+)
 from fake_driver.deviceclasses import render_device_classes
 from fake_driver.errors import FakeDriverError, cli_main
 from fake_driver.fleet import Fleet, load_fleet
@@ -26,12 +36,8 @@ from fake_driver.slices import render_node
 PROG = "fake_driver"
 
 
-def _csv(text: str) -> list[str]:
-    return [x for x in (s.strip() for s in text.split(",")) if x]
-
-
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Fake DRA driver with real drivers' slice shapes.")
+    ap = OneLineParser(prog=PROG, description="Fake DRA driver with real drivers' slice shapes.")
     sub = ap.add_subparsers(dest="command", required=True)
 
     sub.add_parser("profiles", help="list GPU profiles")
@@ -43,12 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     def cluster_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG / ~/.kube/config)")
         p.add_argument("--context", help="kubeconfig context")
-        p.add_argument("--minor", help="API server minor, e.g. 1.35 (default: ask /version)")
+        p.add_argument(
+            "--minor", type=known_minor, help="API server minor, e.g. 1.35 (default: ask /version)"
+        )
 
     p = sub.add_parser("render", help="print the ResourceSlices of nodes (no cluster)")
     fleet_arg(p)
-    p.add_argument("--minor", required=True, help="API server minor, e.g. 1.35")
-    p.add_argument("--node", action="append", help="node name (repeatable; default: all)")
+    p.add_argument("--minor", required=True, type=known_minor, help="API server minor, e.g. 1.35")
+    p.add_argument("--node", action="append", type=node_name, help="node name (repeatable; default: all)")
     p.add_argument("--format", choices=("yaml", "json"), default="yaml")
 
     p = sub.add_parser("classes", help="print a personality's DeviceClasses (no cluster)")
@@ -60,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     fleet_arg(p)
     cluster_args(p)
     p.add_argument("--watch", action="store_true", help="keep reconciling until SIGINT/SIGTERM")
-    p.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --watch")
+    p.add_argument("--interval", type=positive_float, default=5.0, help="seconds between syncs with --watch")
     p.add_argument("--keep", action="store_true", help="with --watch: leave slices behind on stop")
 
     p = sub.add_parser("remove", help="delete the fleet's slices")
@@ -84,23 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=("advertise", "withdraw"))
     fleet_arg(p)
     cluster_args(p)
-    p.add_argument("--nodes", type=_csv, help="comma-separated (default: device_plugin pools)")
-    p.add_argument("--count", type=int, help="units to advertise (default: the pool's GPUs)")
+    p.add_argument("--nodes", type=node_names, help="comma-separated (default: device_plugin pools)")
+    p.add_argument("--count", type=nonnegative_int, help="units to advertise (default: the pool's GPUs)")
     p.add_argument("--remove", action="store_true", help="withdraw: drop the resource instead of 0")
 
     p = sub.add_parser("fault", help="inject a fault")
     p.add_argument("kind", choices=("crash", "recover", "stale-generation", "drop-attribute", "unhealthy"))
     fleet_arg(p)
     cluster_args(p)
-    p.add_argument("--nodes", type=_csv, required=True, help="comma-separated node names")
+    p.add_argument("--nodes", type=node_names, required=True, help="comma-separated node names")
     p.add_argument("--attribute", help="drop-attribute: attribute name, e.g. productName")
-    p.add_argument("--devices", type=_csv, help="unhealthy: device names, e.g. gpu-0")
+    p.add_argument("--devices", type=nonempty_csv, help="unhealthy: device names, e.g. gpu-0")
     p.add_argument("--mode", choices=faults.HEALTH_MODES, help="unhealthy: override the personality")
     p.add_argument("--wipe", action="store_true", help="crash: also delete the slices (kubelet wipe)")
 
     p = sub.add_parser("ledger", help="physical GPUs advertised twice (device plugin + DRA), no cluster")
     fleet_arg(p)
-    p.add_argument("--minor", required=True)
+    p.add_argument("--minor", required=True, type=known_minor)
     return ap
 
 
@@ -115,6 +123,23 @@ def _dump(obj: Any, fmt: str) -> str:
         return json.dumps(obj, indent=2) + "\n"
     docs = obj if isinstance(obj, list) else [obj]
     return yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False)
+
+
+def _render(fleet: Fleet, names: Sequence[str], minor: apilimits.Minor, fmt: str) -> None:
+    """One node at a time, so memory stays that of one node however large the fleet; the text
+    is what one dump of the whole list would print."""
+    for n in names:
+        fleet.node(n)  # an unknown name fails before anything is printed
+    out, first = sys.stdout, True
+    for name in names:
+        for s in render_node(fleet.node(name), minor).slices:
+            if fmt == "json":
+                out.write(("[\n" if first else ",\n") + textwrap.indent(json.dumps(s, indent=2), "  "))
+            else:
+                out.write(yaml.dump(s, Dumper=_NoAliasDumper, sort_keys=False, explicit_start=not first))
+            first = False
+    if fmt == "json":
+        out.write("[]\n" if first else "\n]\n")
 
 
 def _api_client(args: argparse.Namespace) -> Any:
@@ -145,9 +170,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     elif args.command == "render":
         fleet = load_fleet(args.fleet)
         minor = apilimits.parse_minor(args.minor)
-        names = args.node or list(fleet.node_names)
-        slices = [s for n in names for s in render_node(fleet.node(n), minor).slices]
-        out.write(_dump(slices, args.format))
+        _render(fleet, args.node or list(fleet.node_names), minor, args.format)
     elif args.command == "classes":
         mig_hw = get_profile(args.mig_profile_classes) if args.mig_profile_classes else None
         classes = render_device_classes(get_personality(args.personality), mig_profile_classes=mig_hw)

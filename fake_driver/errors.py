@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+
+# A reader that went away (`... | head`) is no error: 128 + SIGPIPE, as a shell reports it.
+EXIT_BROKEN_PIPE = 141
 
 
 class FakeDriverError(Exception):
@@ -42,6 +46,14 @@ class NodeNotFoundError(FakeDriverError):
     pass
 
 
+def end_quietly_on_broken_pipe() -> int:
+    """After EPIPE on stdout: point stdout at /dev/null, so the interpreter's final flush does
+    not print "Exception ignored", and return the exit code for it."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
 def cli_main(
     prog: str,
     run: Callable[[Sequence[str] | None], int],
@@ -49,9 +61,17 @@ def cli_main(
     *,
     catch_all: bool = False,
 ) -> int:
-    """Run a command line: a FakeDriverError (or, with catch_all, anything) is one line, exit 2."""
+    """Run a command line: a FakeDriverError (or, with catch_all, anything) is one line, exit 2;
+    a closed stdout ends quietly."""
     try:
-        return run(argv)
+        try:
+            return run(argv)
+        finally:
+            sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:
+        return end_quietly_on_broken_pipe()
+    except SystemExit as e:  # argparse: its one line is printed; callers get the code like any other
+        return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except FakeDriverError as e:
         sys.stderr.write(f"{prog}: error: {' '.join(str(e).split())}\n")
         return 2

@@ -13,11 +13,16 @@
         driver_version: "580.95.05"
         cuda_driver_version: "13.0"
 
+Node names are DNS subdomains (RFC 1123), as the API server requires. Limits, so a typo
+cannot make a render take gigabytes: at most MAX_NODES_PER_FLEET (5,000) nodes in a fleet and
+MAX_GPUS_PER_NODE (32) GPUs on a node.
+
 Every error is one line naming the bad value and the valid choices.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -33,6 +38,9 @@ from fake_driver.profiles import GpuProfile, MigProfile, get_profile
 MigMode = Literal["none", "static", "dynamic"]
 MIG_MODES: tuple[str, ...] = ("none", "static", "dynamic")
 MAX_GPUS_PER_NODE = 32
+MAX_NODES_PER_FLEET = 5_000
+MAX_NODE_NAME = 253
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 # NVIDIA kernel-driver defaults (software installed on the node, not GPU hardware).
 DEFAULT_DRIVER_VERSION = "580.95.05"
@@ -122,6 +130,16 @@ class Fleet:
         return tuple(sorted({p.personality.driver for p in self.pools}))
 
 
+def node_name_problem(name: str) -> str:
+    """Why `name` cannot be a Node's name ("" when it can)."""
+    if len(name) <= MAX_NODE_NAME and _DNS_SUBDOMAIN.fullmatch(name):
+        return ""
+    return (
+        f"node name {name!r} is not a DNS subdomain (RFC 1123): lowercase letters, digits, '-' and '.', "
+        f"starting and ending with a letter or digit, at most {MAX_NODE_NAME} characters"
+    )
+
+
 # --- loading -----------------------------------------------------------------------------
 
 
@@ -150,6 +168,9 @@ def fleet_from_dict(data: Any, source: str = "<fleet>") -> Fleet:
     if not isinstance(raw_pools, Sequence) or isinstance(raw_pools, str) or not raw_pools:
         raise FleetError(f"{source}: 'pools' must be a non-empty list")
     pools = tuple(_pool(raw, i, default_personality, source) for i, raw in enumerate(raw_pools))
+    total = sum(len(p.node_names) for p in pools)
+    if total > MAX_NODES_PER_FLEET:
+        raise FleetError(f"{source}: {total} nodes; a fleet has at most {MAX_NODES_PER_FLEET}")
     seen: dict[str, str] = {}
     for p in pools:
         for n in p.node_names:
@@ -218,9 +239,17 @@ def _node_names(raw: Mapping[str, Any], pool: str, where: str) -> tuple[str, ...
         nodes = raw["nodes"]
         if not isinstance(nodes, Sequence) or isinstance(nodes, str) or not nodes:
             raise FleetError(f"{where}: 'nodes' must be a non-empty list of node names")
-        return tuple(str(n) for n in nodes)
-    count = _int(raw.get("count", 1), f"{where}: count", 1, 100_000)
-    return tuple(f"{pool}-{k}" for k in range(count))
+        if len(nodes) > MAX_NODES_PER_FLEET:
+            raise FleetError(f"{where}: {len(nodes)} nodes; a fleet has at most {MAX_NODES_PER_FLEET}")
+        names = tuple(str(n) for n in nodes)
+    else:
+        count = _int(raw.get("count", 1), f"{where}: count", 1, MAX_NODES_PER_FLEET)
+        names = tuple(f"{pool}-{k}" for k in range(count))
+    for name in names:
+        problem = node_name_problem(name)
+        if problem:
+            raise FleetError(f"{where}: {problem}")
+    return names
 
 
 def _mig(raw: Any, profile: GpuProfile, personality: Personality, gpus: int, where: str) -> MigConfig:

@@ -3,12 +3,14 @@
     dra-harness versions                       the matrix in versions.toml
     dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
-    dra-harness run                            the main job: suites on the default cell, reports
+    dra-harness run [PATH...] [-- ARGS]        the main job: suites on the default cell, reports
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
     dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
 
-Errors the user can fix print as one line and exit 1; usage errors exit 2.
+Errors the user can fix print as one line and exit 1; usage errors exit 2, also one line. Both
+are found before any build, cluster or run starts. Output into a closed pipe (`| head`) ends
+quietly with 141.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from fake_driver.cliargs import OneLineParser, nonempty, nonempty_csv, nonnegative_int, positive_int
+from fake_driver.errors import end_quietly_on_broken_pipe
 from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
+from harness.outputs import check_output
 from harness.versions import load_matrix
 
 
@@ -91,30 +96,26 @@ def cmd_scan(args: argparse.Namespace) -> int:
     kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
     if not kubeconfig.exists():
         raise HarnessError(f"kubeconfig {kubeconfig} does not exist")
-    return scan(
-        kubeconfig,
-        args.extended_resource,
-        args.pool_label,
-        args.gpu_driver,
-        Path(args.json) if args.json else None,
-    )
+    json_out = Path(args.json) if args.json else None
+    if json_out:
+        check_output(json_out, "--json")
+    return scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, json_out)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.run import run_suites
 
-    return run_suites(args.k8s_version, args.gates, list(args.pytest_args))
+    return run_suites(args.k8s_version, args.gates, args.paths, args.pytest_args)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     from harness import matrix as m
+    from harness.run import resolve_test_paths
     from harness.versions import VERSIONS_FILE
 
     versions = Path(args.versions).resolve() if args.versions else VERSIONS_FILE
     matrix = load_matrix(versions)
     cells = m.cells_from(matrix, filters=args.cells)
-    if args.jobs < 1:
-        raise HarnessError(f"--jobs must be at least 1, got {args.jobs}")
     if args.list:
         if args.json:  # a CI job matrix: one runner per cell, merged by `report --merge`
             print(json.dumps({"include": [{"cell": c.id, "slug": c.slug} for c in cells]}))
@@ -123,9 +124,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         return 0
     if versions != VERSIONS_FILE:
         raise HarnessError(f"--versions {args.versions} is for --list only: the suites read {VERSIONS_FILE}")
-    passthrough = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    extra = [*(["-n", str(args.xdist)] if args.xdist else []), *passthrough]
-    result = m.run_matrix(matrix, cells, jobs=args.jobs, paths=args.suite or ["suites"], extra=extra)
+    paths = resolve_test_paths(args.suite) if args.suite else ["suites"]
+    check_output(m.REPORTS, "reports directory", directory=True)
+    extra = [*(["-n", str(args.xdist)] if args.xdist else []), *args.pytest_args]
+    result = m.run_matrix(matrix, cells, jobs=args.jobs, paths=paths, extra=extra)
     for run in result.runs:
         print(f"{run.cell.id:<34} {run.state:<11} {run.wall_seconds:6.0f}s  exit {run.exit_code}")
     print(f"total {result.wall_seconds:.0f}s (control-plane check/build {result.build_seconds:.0f}s)")
@@ -144,18 +146,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from harness.readiness.report import DEFAULT_BENCH_DIR
 
     matrix = load_matrix()
-    names = [n for k in args.k8s_version or [matrix.default_minor] for n in k.split(",") if n]
+    names = [n for k in args.k8s_version or [[matrix.default_minor]] for n in k]
     minors = [matrix.minor(n) for n in names]  # unknown minors fail here, before any build
-    modes = tuple(m for m in args.modes.split(",") if m) if args.modes else MODES
+    modes = tuple(args.modes) if args.modes else MODES
     if args.out and len(minors) > 1:
         raise HarnessError("--out names one file; give one -k with it")
     max_batches = MAX_BATCHES if args.max_batches is None else args.max_batches
     validate(args.nodes, args.pods, args.reps, modes, max_batches)
+    outs = {m.name: Path(args.out or DEFAULT_BENCH_DIR / f"scale-{m.name}.json") for m in minors}
+    for out in outs.values():  # the result comes at the end of a long run: it must be writable now
+        check_output(out, "--out")
     for minor in minors:
         ensure_controlplane(minor)
     ensure_kwok(matrix)
     for minor in minors:
-        out = Path(args.out) if args.out else DEFAULT_BENCH_DIR / f"scale-{minor.name}.json"
+        out = outs[minor.name]
         summary = run(minor.name, args.nodes, args.pods, args.reps, modes, out, max_batches=max_batches)
         print(format_summary(summary))
         print(f"written to {out}")
@@ -180,6 +185,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 )
             dirs = [runs[-1]]
         out = Path(args.out) if args.out else dirs[0]
+    check_output(out, "--out", directory=True)
     bench = Path(args.bench) if args.bench else None
     for path in write_report(dirs, out, bench=bench):
         print(f"report: {path}")
@@ -193,7 +199,7 @@ def _now() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dra-harness", description="DRA end-to-end test harness")
+    parser = OneLineParser(prog="dra-harness", description="DRA end-to-end test harness")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("versions", help="list the version matrix").set_defaults(func=cmd_versions)
 
@@ -201,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     build = cp.add_parser("build", help="build the control plane for a minor (or 'all')")
-    build.add_argument("-k", "--k8s-version")
+    build.add_argument("-k", "--k8s-version", type=nonempty)
     build.set_defaults(func=cmd_controlplane_build)
 
     cl = sub.add_parser("cluster", help="a long-lived local cluster").add_subparsers(
@@ -211,27 +217,30 @@ def build_parser() -> argparse.ArgumentParser:
         p = cl.add_parser(action)
         p.add_argument("--name", default="default")
         if action == "up":
-            p.add_argument("-k", "--k8s-version")
-            p.add_argument("-g", "--gates")
+            p.add_argument("-k", "--k8s-version", type=nonempty)
+            p.add_argument("-g", "--gates", type=nonempty)
         p.set_defaults(func=func)
 
     scan = sub.add_parser("scan", help="read-only readiness scan of a live cluster (exit 0/2/3, 1 on error)")
-    scan.add_argument("--kubeconfig", help="default: $KUBECONFIG, then ~/.kube/config")
-    scan.add_argument("--extended-resource", default="nvidia.com/gpu", help="the legacy resource name")
-    scan.add_argument("--pool-label", default="dra-harness.io/pool", help="node label that names a pool")
+    scan.add_argument("--kubeconfig", type=nonempty, help="default: $KUBECONFIG, then ~/.kube/config")
+    scan.add_argument("--extended-resource", type=nonempty, default="nvidia.com/gpu", help="legacy resource")
+    scan.add_argument(
+        "--pool-label", type=nonempty, default="dra-harness.io/pool", help="label naming a pool"
+    )
     scan.add_argument(
         "--gpu-driver",
         action="append",
+        type=nonempty,
         default=["gpu.nvidia.com"],
         help="DRA drivers that publish GPUs (repeatable)",
     )
-    scan.add_argument("--json", help="also write the findings as JSON here")
+    scan.add_argument("--json", type=nonempty, help="also write the findings as JSON here")
     scan.set_defaults(func=cmd_scan)
 
-    run = sub.add_parser("run", help="run the suites on one cell and write reports")
-    run.add_argument("-k", "--k8s-version")
-    run.add_argument("-g", "--gates")
-    run.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    run = sub.add_parser("run", help="run the suites on one cell and write reports; after --: pytest's args")
+    run.add_argument("-k", "--k8s-version", type=nonempty)
+    run.add_argument("-g", "--gates", type=nonempty)
+    run.add_argument("paths", nargs="*", type=nonempty, help="test paths or node ids (default: suites)")
     run.set_defaults(func=cmd_run)
 
     mx = sub.add_parser("matrix", help="run the suites on many cells in parallel, then the readiness report")
@@ -241,43 +250,59 @@ def build_parser() -> argparse.ArgumentParser:
         help="cells to run: <minor>/<personality>/<profile>, comma-separated or repeated, * wildcards, "
         "or 'all' (default: the 1.37 and 1.36 dra-all cells for nvidia-v25.12 and nvidia-v0.4)",
     )
-    mx.add_argument("-j", "--jobs", type=int, default=2, help="cells at a time (default 2)")
-    mx.add_argument("-n", "--xdist", type=int, default=0, help="pytest-xdist workers inside each cell")
-    mx.add_argument("--suite", action="append", help="test paths per cell (default: suites)")
+    mx.add_argument("-j", "--jobs", type=positive_int, default=2, help="cells at a time (default 2)")
+    mx.add_argument("-n", "--xdist", type=nonnegative_int, default=0, help="pytest-xdist workers per cell")
+    mx.add_argument("--suite", action="append", type=nonempty, help="test paths per cell (default: suites)")
     mx.add_argument("--list", action="store_true", help="print the selected cells and exit")
     mx.add_argument("--json", action="store_true", help="with --list: as a CI job matrix ({include: [...]})")
-    mx.add_argument("--versions", help=argparse.SUPPRESS)
+    mx.add_argument("--versions", type=nonempty, help=argparse.SUPPRESS)
     mx.add_argument("--no-report", action="store_true", help="skip the readiness report")
-    mx.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to every cell's pytest")
-    mx.set_defaults(func=cmd_matrix)
+    mx.set_defaults(func=cmd_matrix)  # after --: passed to every cell's pytest
 
     rp = sub.add_parser("report", help="the readiness report of a matrix run, or merged from several")
-    rp.add_argument("dir", nargs="?", help="a matrix run directory (default: the latest in reports/out)")
-    rp.add_argument("--merge", nargs="+", metavar="DIR", help="cell or run directories to merge")
-    rp.add_argument("--out", help="where to write the report (default: DIR, or reports/out/merged-<id>)")
-    rp.add_argument("--bench", help="scale benchmark JSON (default: every reports/out/bench/scale*.json)")
+    rp.add_argument("dir", nargs="?", type=nonempty, help="a matrix run (default: the latest in reports/out)")
+    rp.add_argument("--merge", nargs="+", type=nonempty, metavar="DIR", help="cell or run directories")
+    rp.add_argument(
+        "--out", type=nonempty, help="report directory (default: DIR, or reports/out/merged-<id>)"
+    )
+    rp.add_argument("--bench", type=nonempty, help="scale benchmark JSON (default: reports/out/bench/scale*)")
     rp.set_defaults(func=cmd_report)
 
     bn = sub.add_parser("bench", help="scale benchmark: what DRA costs the scheduler and the API server")
     bn.add_argument(
-        "-k", "--k8s-version", action="append", help="minor(s), repeated or comma-separated (default: 1.37)"
+        "-k", "--k8s-version", action="append", type=nonempty_csv, help="minor(s), a,b or repeated"
     )
-    bn.add_argument("--nodes", type=int, default=500, help="simulated nodes, 8 GPUs each (default 500)")
-    bn.add_argument("--pods", type=int, default=2000, help="pods per mode and repetition (default 2000)")
-    bn.add_argument("--reps", type=int, default=3, help="rounds of all modes (default 3)")
+    bn.add_argument("--nodes", type=positive_int, default=500, help="simulated nodes, 8 GPUs each (500)")
+    bn.add_argument("--pods", type=positive_int, default=2000, help="pods per mode and repetition (2000)")
+    bn.add_argument("--reps", type=positive_int, default=3, help="rounds of all modes (default 3)")
     bn.add_argument(
         "--max-batches",
-        type=int,
+        type=positive_int,
         help="batches of --pods a repetition may run to last 10 s (default 1; 2: ~+80 s at 500 nodes)",
     )
-    bn.add_argument("--modes", help="comma-separated subset of plain,legacy,bridged,claims (default: all)")
-    bn.add_argument("--out", help="JSON output (default: reports/out/bench/scale-<minor>.json)")
+    bn.add_argument("--modes", type=nonempty_csv, help="some of plain,legacy,bridged,claims (default: all)")
+    bn.add_argument("--out", type=nonempty, help="JSON file (default: reports/out/bench/scale-<minor>.json)")
     bn.set_defaults(func=cmd_bench)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        try:
+            return _main(list(sys.argv[1:] if argv is None else argv))
+        finally:
+            sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:  # `dra-harness ... | head`: the reader has what it wanted
+        return end_quietly_on_broken_pipe()
+
+
+def _main(argv: list[str]) -> int:
+    parser = build_parser()
+    split = argv.index("--") if "--" in argv else len(argv)  # the rest is pytest's
+    args = parser.parse_args(argv[:split])
+    args.pytest_args = argv[split + 1 :]
+    if args.pytest_args and args.command not in ("run", "matrix"):
+        parser.error(f"{args.command} takes no arguments after --; only run and matrix pass them to pytest")
     install_signal_teardown()  # SIGTERM (a CI cancel) unwinds like Ctrl-C: nothing is left running
     try:
         code: int = args.func(args)

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessError
+
 OUTCOMES = ("passed", "failed", "skipped", "errors")
 
 # Which failures are whose: allure sorts failed tests by the first category that matches.
@@ -81,9 +83,75 @@ def area_of(nodeid: str) -> str:
     return parts[1] if parts[0] == "suites" and len(parts) > 2 else "harness"
 
 
+class SummaryError(HarnessError):
+    """A summary.json that cannot be read; the message names the file and the field."""
+
+
+_MINOR = re.compile(r"\d+\.\d+")
+_RECORD_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "nodeid": (str, "a string"),
+    "area": (str, "a string"),
+    "outcome": (str, "a string"),
+    "duration": ((int, float), "a number"),
+    "message": (str, "a string"),
+}
+
+
+class _Reader:
+    """Errors that name the file and the field."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def bad(self, field: str, want: str, value: object) -> SummaryError:
+        return SummaryError(f"{self.path} is not a summary.json: {field} must be {want}, got {value!r}")
+
+    def record(self, raw: object, where: str) -> TestRecord:
+        if not isinstance(raw, dict):
+            raise self.bad(where, "an object", raw)
+        unknown = sorted(raw.keys() - _RECORD_FIELDS.keys())
+        if unknown:
+            raise SummaryError(
+                f"{self.path} is not a summary.json: {where} has an unknown field {unknown[0]!r}"
+            )
+        for key, (kind, want) in _RECORD_FIELDS.items():
+            value = raw.get(key, "" if key == "message" else None)
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise self.bad(f"{where}.{key}", want, value)
+        if raw["outcome"] not in OUTCOMES:
+            raise self.bad(f"{where}.outcome", f"one of {', '.join(OUTCOMES)}", raw["outcome"])
+        return TestRecord(**raw)
+
+    def cell(self, cell: object) -> dict[str, str]:
+        if not isinstance(cell, dict):
+            raise self.bad("cell", "an object", cell)
+        for key in ("minor", "personality", "profile"):
+            if not cell.get(key):
+                raise self.bad(f"cell.{key}", "a non-empty string", cell.get(key))
+        for key, value in cell.items():
+            if not isinstance(value, str):
+                raise self.bad(f"cell.{key}", "a string", value)
+        if not _MINOR.fullmatch(cell["minor"]):
+            raise self.bad("cell.minor", 'a Kubernetes minor like "1.37"', cell["minor"])
+        return cell
+
+
 def read_summary(path: Path) -> CellSummary:
-    data = json.loads(path.read_text())
-    return CellSummary(data["cell"], [TestRecord(**t) for t in data["tests"]], data.get("wall_seconds", 0.0))
+    """Checked field by field: a hand-edited or truncated file is one line, not a KeyError
+    somewhere in the report."""
+    reader = _Reader(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:  # a UnicodeDecodeError is a ValueError
+        raise SummaryError(f"{path} is not a summary.json: {err}") from None
+    if not isinstance(data, dict):
+        raise reader.bad("the document", "an object", type(data).__name__)
+    cell, tests, wall = reader.cell(data.get("cell")), data.get("tests"), data.get("wall_seconds", 0.0)
+    if not isinstance(tests, list):
+        raise reader.bad("tests", "a list", tests)
+    if isinstance(wall, bool) or not isinstance(wall, (int, float)):
+        raise reader.bad("wall_seconds", "a number", wall)
+    return CellSummary(cell, [reader.record(t, f"tests[{i}]") for i, t in enumerate(tests)], float(wall))
 
 
 def write_summary(path: Path, summary: CellSummary) -> None:

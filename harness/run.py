@@ -6,17 +6,36 @@ from __future__ import annotations
 
 import datetime
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 from harness.clusters.processes import run_child
+from harness.errors import HarnessError
+from harness.outputs import check_output
 from harness.versions import REPO_ROOT, load_matrix
 
 REPORTS = REPO_ROOT / "reports" / "out"
 
 
-def run_suites(minor: str | None, profile: str | None, extra: list[str]) -> int:
+def resolve_test_paths(paths: Sequence[str]) -> list[str]:
+    """Test paths (or node ids, path::name) as absolute paths, since pytest runs in the
+    repository; one line for a path that does not exist, before anything starts."""
+    out = []
+    for arg in paths:
+        path, sep, name = arg.partition("::")
+        if not Path(path).exists():
+            raise HarnessError(f"test path {path} does not exist")
+        out.append(str(Path(path).resolve()) + sep + name)
+    return out
+
+
+def run_suites(minor: str | None, profile: str | None, paths: Sequence[str], extra: Sequence[str]) -> int:
+    """The suites (or `paths`) on one cell; `extra` goes to pytest as it is."""
     matrix = load_matrix()
     cell_minor = matrix.minor(minor or matrix.default_minor)
     cell_profile = cell_minor.profile(profile or matrix.default_profile)
+    targets = resolve_test_paths(paths) if paths else ["suites"]
+    check_output(REPORTS, "reports directory", directory=True)
     run_id = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = REPORTS / run_id
     out.mkdir(parents=True, exist_ok=True)
@@ -24,7 +43,7 @@ def run_suites(minor: str | None, profile: str | None, extra: list[str]) -> int:
         sys.executable,
         "-m",
         "pytest",
-        "suites",
+        *targets,
         f"--k8s-version={cell_minor.name}",
         f"--gates={cell_profile.name}",
         f"--junitxml={out / 'junit.xml'}",

@@ -81,8 +81,8 @@ class Matrix:
             raise VersionsError(f"unknown Kubernetes version {name!r}; valid: {valid}") from None
 
 
-def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
-    value = data.get(key)
+def _table(data: dict[str, Any], key: str, where: str, *, optional: bool = False) -> dict[str, Any]:
+    value = data.get(key, {} if optional else None)
     if not isinstance(value, dict):
         raise VersionsError(f"{where}: [{key}] must be a table")
     return value
@@ -107,8 +107,8 @@ def _profile(name: str, data: Any, where: str) -> GateProfile:
     return GateProfile(name, dict(gates), dict(runtime))
 
 
-def _minor(name: str, data: Any) -> Minor:
-    where = f"minors.{name!r}"
+def _minor(name: str, data: Any, source: str) -> Minor:
+    where = f"{source}: minors.{name!r}"
     if not isinstance(data, dict):
         raise VersionsError(f"{where} must be a table")
     parts = name.split(".")
@@ -138,11 +138,11 @@ def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise VersionsError(f"{source} is not valid TOML: {err}") from None
-    minors = {name: _minor(name, d) for name, d in _table(data, "minors", source).items()}
+    minors = {name: _minor(name, d, source) for name, d in _table(data, "minors", source).items()}
     if not minors:
         raise VersionsError(f"{source}: [minors] is empty")
     kind = _table(data, "kind", source)
-    cells = data.get("matrix", {}).get("default_cells", [])
+    cells = _table(data, "matrix", source, optional=True).get("default_cells", [])
     if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
         raise VersionsError(
             f"{source}: [matrix] default_cells must be a list of <minor>/<personality>/<profile>"
@@ -152,20 +152,29 @@ def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
         default_minor=_str(data, "default_minor", source),
         default_profile=_str(data, "default_profile", source),
         default_personality=_str(data, "default_personality", source),
-        kind_version=_str(kind, "version", "kind"),
-        kwok_module=_str(kwok, "module", "kwok"),
-        kwok_version=_str(kwok, "version", "kwok"),
+        kind_version=_str(kind, "version", f"{source}: [kind]"),
+        kwok_module=_str(kwok, "module", f"{source}: [kwok]"),
+        kwok_version=_str(kwok, "version", f"{source}: [kwok]"),
         minors=minors,
         default_cells=tuple(cells),
     )
-    matrix.minor(matrix.default_minor).profile(matrix.default_profile)
+    try:
+        default = matrix.minor(matrix.default_minor)
+    except VersionsError as err:
+        raise VersionsError(f"{source}: default_minor: {err}") from None
+    try:
+        default.profile(matrix.default_profile)
+    except VersionsError as err:
+        raise VersionsError(f"{source}: default_profile: {err}") from None
     return matrix
 
 
 @cache
 def load_matrix(path: Path = VERSIONS_FILE) -> Matrix:
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except OSError as err:
         raise VersionsError(f"cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise VersionsError(f"{path.name} is not UTF-8 text: {err.reason} at byte {err.start}") from None
     return parse_matrix(text, str(path.name))

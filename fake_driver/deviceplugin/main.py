@@ -15,24 +15,35 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from fake_driver.deviceplugin.server import DEFAULT_PLUGIN_DIR, KUBELET_SOCKET, DevicePluginServer
+from fake_driver.cliargs import OneLineParser, node_name, positive_float
+from fake_driver.deviceplugin.server import (
+    DEFAULT_PLUGIN_DIR,
+    KUBELET_SOCKET,
+    DevicePluginServer,
+    socket_name,
+)
 from fake_driver.errors import FakeDriverError, cli_main
 from fake_driver.fleet import load_fleet
 from fake_driver.kube import as_rest
-from fake_driver.kubeletplugin.main import POOL_LABEL, api_client, resolve_node
+from fake_driver.kubeletplugin.main import POOL_LABEL, api_client, check_dir, check_sockets, resolve_node
+from fake_driver.legacy import LEGACY_RESOURCE
 
 PROG = "fake_driver.deviceplugin"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Device plugin (nvidia.com/gpu) of the fake driver.")
-    ap.add_argument("--node-name", default=os.environ.get("NODE_NAME"), help="default: $NODE_NAME")
+    ap = OneLineParser(prog=PROG, description="Device plugin (nvidia.com/gpu) of the fake driver.")
+    ap.add_argument(
+        "--node-name", type=node_name, default=os.environ.get("NODE_NAME"), help="default: $NODE_NAME"
+    )
     ap.add_argument("--fleet", required=True, type=Path, help="fleet YAML file")
     ap.add_argument("--pool", help="fleet pool of this node when neither the fleet nor a node label names it")
     ap.add_argument("--kubeconfig", help="read the node's pool label (default: in-cluster)")
     ap.add_argument("--no-api", action="store_true", help="do not read the Node; use the fleet or --pool")
     ap.add_argument("--plugin-dir", type=Path, default=DEFAULT_PLUGIN_DIR)
-    ap.add_argument("--recheck", type=float, default=5.0, help="seconds between kubelet socket checks")
+    ap.add_argument(
+        "--recheck", type=positive_float, default=5.0, help="seconds between kubelet socket checks"
+    )
     return ap
 
 
@@ -49,6 +60,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.node_name:
         raise FakeDriverError("--node-name (or $NODE_NAME) is required")
+    check_dir("--plugin-dir", args.plugin_dir)
+    check_sockets(args.plugin_dir / KUBELET_SOCKET, args.plugin_dir / socket_name(LEGACY_RESOURCE))
     fleet = load_fleet(args.fleet)
     label_pool = None
     if not args.no_api and args.node_name not in fleet.node_names:

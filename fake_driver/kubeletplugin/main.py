@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_driver import apilimits
+from fake_driver.cliargs import OneLineParser, known_minor, node_name
 from fake_driver.errors import FakeDriverError, cli_main
 from fake_driver.fleet import Fleet, NodeSpec, load_fleet
 from fake_driver.kube import as_rest, server_minor
@@ -31,6 +32,7 @@ from fake_driver.kubeletplugin.server import (
     DEFAULT_SUPPORTED_VERSIONS,
     PluginServer,
 )
+from fake_driver.paths import socket_problem, unwritable
 
 PROG = "fake_driver.kubeletplugin"
 POOL_LABEL = "dra-harness.io/pool"
@@ -38,11 +40,13 @@ DEFAULT_CDI_ROOT = Path("/var/run/cdi")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Kubelet DRA plugin of the fake driver.")
-    ap.add_argument("--node-name", default=os.environ.get("NODE_NAME"), help="default: $NODE_NAME")
+    ap = OneLineParser(prog=PROG, description="Kubelet DRA plugin of the fake driver.")
+    ap.add_argument(
+        "--node-name", type=node_name, default=os.environ.get("NODE_NAME"), help="default: $NODE_NAME"
+    )
     ap.add_argument("--fleet", required=True, type=Path, help="fleet YAML file")
     ap.add_argument("--pool", help="fleet pool of this node when neither the fleet nor a node label names it")
-    ap.add_argument("--minor", help="API server minor, e.g. 1.37 (default: ask /version)")
+    ap.add_argument("--minor", type=known_minor, help="API server minor, e.g. 1.37 (default: ask /version)")
     ap.add_argument("--kubeconfig", help="default: in-cluster service account, else $KUBECONFIG")
     ap.add_argument("--claims-file", type=Path, help="JSON list of ResourceClaims instead of the API")
     ap.add_argument("--registry-dir", type=Path, default=DEFAULT_REGISTRY_DIR)
@@ -70,6 +74,20 @@ def api_client(kubeconfig: str | None) -> Any:
         raise FakeDriverError(f"cannot load kubeconfig: {' '.join(str(e).split())}") from None
 
 
+def check_dir(flag: str, path: Path) -> None:
+    """Before the server starts: a directory the plugin cannot write is one line."""
+    problem = unwritable(path, directory=True)
+    if problem:
+        raise FakeDriverError(f"{flag} {path}: {problem}")
+
+
+def check_sockets(*paths: Path) -> None:
+    for path in paths:
+        problem = socket_problem(path)
+        if problem:
+            raise FakeDriverError(problem)
+
+
 def resolve_node(fleet: Fleet, name: str, label_pool: str | None, pool: str | None) -> NodeSpec:
     """The node's spec: listed in the fleet, or a node of the pool its label (or --pool) names."""
     if name in fleet.node_names:
@@ -89,6 +107,12 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
     args = build_parser().parse_args(argv)
     if not args.node_name:
         raise FakeDriverError("--node-name (or $NODE_NAME) is required")
+    for flag, path in (
+        ("--registry-dir", args.registry_dir),
+        ("--plugins-dir", args.plugins_dir),
+        ("--cdi-root", args.cdi_root),
+    ):
+        check_dir(flag, path)
     fleet = load_fleet(args.fleet)
     versions = [v for v in (s.strip() for s in args.supported_versions.split(",")) if v]
     claims: ClaimSource
@@ -105,11 +129,13 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
         label_pool = (node_obj.get("metadata", {}).get("labels") or {}).get(POOL_LABEL)
     minor = args.minor or server_minor(api)
     node = resolve_node(fleet, args.node_name, label_pool, args.pool)
+    driver = node.pool.personality.driver
+    check_sockets(args.plugins_dir / driver / "dra.sock", args.registry_dir / f"{driver}-reg.sock")
     plugin = KubeletPlugin(
         node,
         apilimits.parse_minor(minor),
         claims,
-        plugin_dir=args.plugins_dir / node.pool.personality.driver,
+        plugin_dir=args.plugins_dir / driver,
         cdi_root=args.cdi_root,
         faults_file=args.faults_file,
     )

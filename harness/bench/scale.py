@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fake_driver.fleet import MAX_NODES_PER_FLEET
 from harness import builders as b
 from harness.bench.metrics import (
     SampleLog,
@@ -590,6 +591,8 @@ def validate(
     for name, value in (("nodes", nodes), ("pods", pods), ("reps", reps), ("max-batches", max_batches)):
         if value < 1:
             raise HarnessError(f"--{name} must be at least 1, got {value}")
+    if nodes > MAX_NODES_PER_FLEET:  # the fake driver's limit, hit only after the cluster is up
+        raise HarnessError(f"--nodes must be at most {MAX_NODES_PER_FLEET}, got {nodes}")
 
 
 def format_summary(summary: dict[str, Any]) -> str:

@@ -3,11 +3,14 @@ kube-controller-manager) for one Kubernetes minor, and the kwok node simulator.
 
 Binaries go to a cache outside the repo, keyed by version, and are rebuilt only when
 an input changes (modfile, go.sum, Go sources, Go version, ldflags): a stamp file next
-to the binary records the hash of those inputs.
+to the binary records the hash of those inputs. A lock file next to each binary lets one
+process build it at a time; another waits, then uses that build.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -17,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -136,6 +139,27 @@ def _run_with_progress(cmd: list[str], total: int, label: str, cwd: Path, progre
     progress(f"{label}: done in {time.monotonic() - start:.0f}s")
 
 
+@contextlib.contextmanager
+def build_lock(output: Path, what: str, progress: Progress) -> Iterator[None]:
+    """Hold `<output>.lock` while building `output`: two builders would write the same files.
+    The kernel drops the lock when its holder exits, so a killed build leaves no stale lock."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.with_name(output.name + ".lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another build of {what} ({output})")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
+def _temp_path(directory: Path, prefix: str) -> Path:
+    """A file name no other build uses at the same time."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
+    os.close(fd)
+    return Path(name)
+
+
 def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
     """Return the k8slocal binary for `minor`, building it first if its inputs changed."""
     if minor.unavailable:
@@ -149,9 +173,22 @@ def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
     binary = binary_path(minor)
     stamp = binary.with_name("inputs.sha256")
     digest = _inputs_hash(minor)
-    if binary.exists() and stamp.exists() and stamp.read_text() == digest:
+
+    def built() -> bool:
+        return binary.exists() and stamp.exists() and stamp.read_text() == digest
+
+    if built():
         return binary
-    binary.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(binary, f"k8slocal {minor.kubernetes}", progress):
+        if not built():  # else another process built it while this one waited
+            _build_controlplane(minor, binary, progress)
+            binary.with_name("featuregates.json").unlink(missing_ok=True)
+            stamp.write_text(digest)
+    return binary
+
+
+def _build_controlplane(minor: Minor, binary: Path, progress: Progress) -> None:
+    mod = modfile_path(minor)
     modflag = f"-modfile={mod.relative_to(CONTROLPLANE_DIR)}"
     progress(f"building k8slocal {minor.kubernetes} into {binary} (a cold build takes many minutes)")
     deps = subprocess.run(
@@ -166,7 +203,7 @@ def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
         raise HarnessError(
             f"cannot resolve the modules of Kubernetes {minor.kubernetes}:\n{deps.stderr.strip()}"
         )
-    tmp = binary.with_name("k8slocal.tmp")
+    tmp = _temp_path(binary.parent, "k8slocal.")
     cmd = [
         "go",
         "build",
@@ -179,13 +216,13 @@ def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
         str(tmp),
         MAIN_PACKAGE,
     ]
-    _run_with_progress(
-        cmd, len(deps.stdout.split()), f"k8slocal {minor.kubernetes}", CONTROLPLANE_DIR, progress
-    )
-    tmp.replace(binary)
-    binary.with_name("featuregates.json").unlink(missing_ok=True)
-    stamp.write_text(digest)
-    return binary
+    try:
+        _run_with_progress(
+            cmd, len(deps.stdout.split()), f"k8slocal {minor.kubernetes}", CONTROLPLANE_DIR, progress
+        )
+        tmp.replace(binary)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def ensure_kwok(matrix: Matrix, progress: Progress = _stderr) -> Path:
@@ -194,15 +231,24 @@ def ensure_kwok(matrix: Matrix, progress: Progress = _stderr) -> Path:
     if binary.exists():
         return binary
     go_version()
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    ref = f"{matrix.kwok_module}/cmd/kwok@{matrix.kwok_version}"
-    progress(f"building kwok {matrix.kwok_version} into {binary}")
-    env = _go_env() | {"GOBIN": str(binary.parent)}
-    start = time.monotonic()
-    done = subprocess.run(["go", "install", ref], env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise HarnessError(f"building {ref} failed:\n{done.stderr.strip()[-2000:]}")
-    progress(f"kwok {matrix.kwok_version}: done in {time.monotonic() - start:.0f}s")
+    with build_lock(binary, f"kwok {matrix.kwok_version}", progress):
+        if binary.exists():  # another process built it while this one waited
+            return binary
+        ref = f"{matrix.kwok_module}/cmd/kwok@{matrix.kwok_version}"
+        progress(f"building kwok {matrix.kwok_version} into {binary}")
+        gobin = Path(tempfile.mkdtemp(dir=binary.parent, prefix="kwok.", suffix=".tmp"))
+        env = _go_env() | {"GOBIN": str(gobin)}  # go install names its output: a directory of our own
+        start = time.monotonic()
+        try:
+            done = subprocess.run(
+                ["go", "install", ref], env=env, capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                raise HarnessError(f"building {ref} failed:\n{done.stderr.strip()[-2000:]}")
+            (gobin / "kwok").replace(binary)
+        finally:
+            shutil.rmtree(gobin, ignore_errors=True)
+        progress(f"kwok {matrix.kwok_version}: done in {time.monotonic() - start:.0f}s")
     return binary
 
 

@@ -289,12 +289,9 @@ def load_cells(dirs: Sequence[Path]) -> tuple[list[CellReport], list[str], list[
     cells: dict[str, CellReport] = {}
     notes: list[str] = []
     for path in find_summaries(dirs):
-        try:
-            summary = read_summary(path)
-            c = summary.cell
-            cid = f"{c['minor']}/{c['personality']}/{c['profile']}"
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ReportError(f"{path} is not a summary.json: {type(err).__name__}: {err}") from None
+        summary = read_summary(path)  # one line naming the file and the field, if malformed
+        c = summary.cell
+        cid = f"{c['minor']}/{c['personality']}/{c['profile']}"
         meta: dict[str, Any] = {}
         for parent in path.parents[:3]:
             meta = _matrix_json(parent).get(cid, {})

@@ -1,0 +1,432 @@
+"""One line for every bad input (issue 16): what users get wrong, each row run as they run it.
+
+Every row holds the same promise: the exit code it names, one line on stderr that says what is
+wrong (nothing at all for a closed pipe), no traceback, nothing left running, no build started
+and no report written. The rows run in parallel subprocesses (tests/badinput.py); each test
+then checks its row.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from harness.versions import REPO_ROOT
+from tests.badinput import Outcome, Row, files, run_row, summary, versions
+
+WORKERS = 4  # subprocesses at a time: Python start-up is most of each row
+
+F = "{tmp}/fleet.yaml"
+LONG = "{tmp}/" + "d" * 100  # with the socket's own name, beyond a unix socket path's 107 bytes
+NODE = "h100-0"
+REPORT = ("report", "{tmp}/run", "--out", "{tmp}/out")
+LIST = ("matrix", "--list", "--versions", "{tmp}/versions.toml")
+NOT_A_DIR = "afile is not a directory$"
+
+# ---- the catalogue ------------------------------------------------------------------------
+
+USAGE = [  # argparse: exit 2, one line, before anything runs
+    Row("no-command", (), 2, r"^dra-harness: error: the following arguments are required: command"),
+    Row("unknown-command", ("deploy",), 2, r"invalid choice: 'deploy'"),
+    Row("unknown-flag", ("versions", "--all"), 2, r"^dra-harness: error: unrecognized arguments: --all"),
+    Row("args-after-dashdash", ("versions", "--", "-x"), 2, r"versions takes no arguments after --"),
+    Row("controlplane-no-action", ("controlplane",), 2, r"required: action"),
+    Row("controlplane-empty-k", ("controlplane", "build", "-k", ""), 2, r"--k8s-version: must not be empty"),
+    Row("cluster-up-empty-k", ("cluster", "up", "-k", ""), 2, r"^dra-harness cluster up: error: .*must not"),
+    Row("cluster-up-empty-g", ("cluster", "up", "-g", " "), 2, r"-g/--gates: must not be empty"),
+    Row("run-empty-k", ("run", "-k", ""), 2, r"^dra-harness run: error: argument -k/--k8s-version: must"),
+    Row("run-empty-g", ("run", "--gates="), 2, r"argument -g/--gates: must not be empty"),
+    Row("run-empty-path", ("run", ""), 2, r"argument paths: must not be empty"),
+    Row("bench-empty-k", ("bench", "-k", ""), 2, r"argument -k/--k8s-version: must not be empty"),
+    Row("bench-only-commas", ("bench", "-k", ",,"), 2, r"-k/--k8s-version: empty item in ',,'"),
+    Row("bench-trailing-comma", ("bench", "-k", "1.37,"), 2, r"empty item in '1.37,'"),
+    Row("bench-k-no-value", ("bench", "-k"), 2, r"-k/--k8s-version: expected one argument"),
+    Row("bench-nodes-negative", ("bench", "--nodes", "-5"), 2, r"--nodes: must be greater than 0, got '-5'"),
+    Row("bench-nodes-zero", ("bench", "--nodes", "0"), 2, r"--nodes: must be greater than 0, got '0'"),
+    Row("bench-pods-zero", ("bench", "--pods", "0"), 2, r"--pods: must be greater than 0"),
+    Row("bench-pods-word", ("bench", "--pods", "lots"), 2, r"--pods: expected a whole number, got 'lots'"),
+    Row("bench-reps-negative", ("bench", "--reps", "-1"), 2, r"--reps: must be greater than 0"),
+    Row("bench-max-batches-zero", ("bench", "--max-batches", "0"), 2, r"--max-batches: must be greater"),
+    Row("bench-empty-modes", ("bench", "--modes", ""), 2, r"--modes: must not be empty"),
+    Row("bench-empty-out", ("bench", "--out", ""), 2, r"--out: must not be empty"),
+    Row("matrix-jobs-zero", ("matrix", "-j", "0"), 2, r"-j/--jobs: must be greater than 0, got '0'"),
+    Row("matrix-jobs-negative", ("matrix", "--jobs", "-3"), 2, r"-j/--jobs: must be greater than 0"),
+    Row("matrix-xdist-negative", ("matrix", "-n", "-1"), 2, r"-n/--xdist: must be at least 0, got '-1'"),
+    Row("matrix-empty-suite", ("matrix", "--suite", ""), 2, r"--suite: must not be empty"),
+    Row("scan-empty-json", ("scan", "--json", ""), 2, r"--json: must not be empty"),
+    Row("scan-empty-kubeconfig", ("scan", "--kubeconfig", ""), 2, r"--kubeconfig: must not be empty"),
+    Row("report-empty-out", ("report", "--out", ""), 2, r"--out: must not be empty"),
+    Row("report-empty-dir", ("report", ""), 2, r"argument dir: must not be empty"),
+]
+
+HARNESS = [  # checked input: exit 1, "dra-harness: <what is wrong>"
+    Row("bench-unknown-minor", ("bench", "-k", "1.37,1.99"), 1, r"unknown Kubernetes version '1.99'"),
+    Row("bench-unknown-mode", ("bench", "--modes", "plain,dra"), 1, r"unknown bench mode dra; valid: plain"),
+    Row("bench-too-many-nodes", ("bench", "--nodes", "5001"), 1, r"--nodes must be at most 5000, got 5001"),
+    Row("bench-out-two-minors", ("bench", "-k", "1.36,1.37", "--out", "x.json"), 1, r"--out names one file"),
+    Row(
+        "bench-out-under-a-file",
+        ("bench", "--out", "{tmp}/afile/x.json"),
+        1,
+        r"^dra-harness: --out .*/" + NOT_A_DIR,
+    ),
+    Row("bench-out-a-directory", ("bench", "--out", "{tmp}"), 1, r"--out .*: is a directory$"),
+    Row("bench-out-in-proc", ("bench", "--out", "/proc/dra/x.json"), 1, r"cannot create files in /proc"),
+    Row("controlplane-unknown", ("controlplane", "build", "-k", "2.0"), 1, r"unknown Kubernetes version"),
+    Row("cluster-up-unknown-gates", ("cluster", "up", "-g", "all"), 1, r"unknown gate profile 'all' for"),
+    Row("run-unknown-minor", ("run", "-k", "1.99"), 1, r"^dra-harness: unknown Kubernetes version '1.99'"),
+    Row(
+        "run-missing-path", ("run", "suites/nope"), 1, r"^dra-harness: test path suites/nope does not exist$"
+    ),
+    Row("run-missing-node-id", ("run", "nope.py::test_x"), 1, r"test path nope.py does not exist"),
+    Row("matrix-missing-suite", ("matrix", "--suite", "nope"), 1, r"test path nope does not exist"),
+    Row("matrix-unknown-cell", ("matrix", "--cells", "1.37/x/dra-all"), 1, r"no driver personality 'x'"),
+    Row("matrix-cell-shape", ("matrix", "--cells", "1.37"), 1, r"cell '1.37' is not <minor>/<personality>"),
+    Row("matrix-no-cells", ("matrix", "--list", "--cells", ","), 1, r"no cells given"),
+    Row("matrix-no-cell-match", ("matrix", "--cells", "9.*/*/*"), 1, r"cell pattern '9.\*/\*/\*' matches no"),
+    Row(
+        "scan-no-kubeconfig", ("scan", "--kubeconfig", "{tmp}/nope"), 1, r"kubeconfig .*/nope does not exist"
+    ),
+    Row(
+        "scan-json-under-a-file",
+        ("scan", "--kubeconfig", "{tmp}/kubeconfig", "--json", "{tmp}/afile/x"),
+        1,
+        NOT_A_DIR,
+    ),
+    Row(
+        "report-out-under-a-file",
+        ("report", "{tmp}/run", "--out", "{tmp}/afile/r"),
+        1,
+        r"--out .*/" + NOT_A_DIR,
+    ),
+    Row("report-no-dir", ("report", "{tmp}/nope"), 1, r"^dra-harness: .*/nope does not exist$"),
+    Row("report-no-runs", ("report", "--merge", "{tmp}/empty"), 1, r"no summary.json under .*/empty"),
+    Row(
+        "report-bench-missing",
+        (*REPORT, "--bench", "{tmp}/nope.json"),
+        1,
+        r"benchmark file .*/nope.json does",
+    ),
+    Row(
+        "summary-minor-abc",
+        REPORT,
+        1,
+        r'summary.json: cell.minor must be a .* like "1.37", got',
+        setup=summary("abc"),
+    ),
+    Row(
+        "summary-unknown-outcome",
+        REPORT,
+        1,
+        r"tests\[0\].outcome must be one of passed, failed, skipped, errors, got 'flaky'",
+        setup=summary(outcome="flaky"),
+    ),
+    Row(
+        "summary-wall-seconds-text",
+        REPORT,
+        1,
+        r"wall_seconds must be a number, got 'soon'",
+        setup=summary(wall='"soon"'),
+    ),
+    Row(
+        "summary-not-utf8",
+        REPORT,
+        1,
+        r"summary.json: 'utf-8' codec can't decode",
+        setup=files({"run/summary.json": b"\xff"}),
+    ),
+    Row(
+        "summary-not-json",
+        REPORT,
+        1,
+        r"run/summary.json is not a summary.json: Expecting",
+        setup=files({"run/summary.json": "{"}),
+    ),
+]
+
+VERSIONS = [  # a broken versions.toml: one line naming the file and the key
+    Row(
+        "versions-not-utf8",
+        LIST,
+        1,
+        r"^dra-harness: versions.toml is not UTF-8 text: invalid start byte at byte 0$",
+        setup=files({"versions.toml": b"\xff"}),
+    ),
+    Row(
+        "versions-matrix-a-string",
+        LIST,
+        1,
+        r"^dra-harness: versions.toml: \[matrix\] must be a table$",
+        setup=versions(lambda t: 'matrix = "all"\n' + t.replace("[matrix]", "[old]")),
+    ),
+    Row(
+        "versions-kind-version-a-number",
+        LIST,
+        1,
+        r"versions.toml: \[kind\]: version must be a string, got 33$",
+        setup=versions(lambda t: t.replace('version = "v0.33.0"', "version = 33")),
+    ),
+    Row(
+        "versions-default-minor-unknown",
+        LIST,
+        1,
+        r"versions.toml: default_minor: unknown Kubernetes version '1.99'",
+        setup=versions(lambda t: t.replace('default_minor = "1.37"', 'default_minor = "1.99"')),
+    ),
+    Row(
+        "versions-not-toml",
+        LIST,
+        1,
+        r"^dra-harness: versions.toml is not valid TOML: ",
+        setup=versions(lambda t: t.replace("[kind]", "[kind")),
+    ),
+    Row(
+        "versions-missing",
+        ("matrix", "--list", "--versions", "{tmp}/nope.toml"),
+        1,
+        r"cannot read .*/nope.toml: No such file",
+    ),
+    Row(
+        "versions-only-for-list",
+        ("matrix", "--versions", "{tmp}/versions.toml"),
+        1,
+        r"--versions .* is for --list only",
+    ),
+]
+
+CLOSED_PIPE = [  # `... | head`: the reader went away; quiet, 141 as from a shell
+    Row("epipe-versions", ("versions",), 141, "", closed_stdout=True),
+    Row("epipe-cluster-status", ("cluster", "status"), 141, "", closed_stdout=True),
+    Row("epipe-matrix-list", ("matrix", "--list", "--cells", "all"), 141, "", closed_stdout=True),
+    Row("epipe-fd-profiles", ("profiles",), 141, "", program="fake_driver", closed_stdout=True),
+    Row(
+        "epipe-fd-render",
+        ("render", "--fleet", F, "--minor", "1.37"),
+        141,
+        "",
+        "fake_driver",
+        closed_stdout=True,
+    ),
+]
+
+
+def fd(id: str, argv: tuple[str, ...], line: str, fleet: str = "", program: str = "fake_driver") -> Row:
+    """A fake driver row: exit 2, "<prog>: error: ...", with `fleet` (if given) as {tmp}/fleet.yaml."""
+    return Row(id, argv, 2, line, program, files({"fleet.yaml": fleet}) if fleet else None)
+
+
+def render(id: str, pool: str, line: str) -> Row:
+    return fd(id, ("render", "--fleet", F, "--minor", "1.37"), line, f"pools: [{pool}]\n")
+
+
+FAKE_DRIVER = [
+    fd("fd-no-command", (), r"^fake_driver: error: the following arguments are required: command"),
+    fd("fd-unknown-flag", ("profiles", "--all"), r"^fake_driver: error: unrecognized arguments: --all"),
+    fd("fd-minor-unknown", ("render", "--fleet", F, "--minor", "9.99"), r"Kubernetes 9.99 is unknown to the"),
+    fd("fd-minor-old", ("render", "--fleet", F, "--minor", "1.33"), r"does not serve resource.k8s.io/v1"),
+    fd("fd-minor-word", ("ledger", "--fleet", F, "--minor", "abc"), r"invalid Kubernetes minor 'abc'"),
+    fd(
+        "fd-publish-minor", ("publish", "--fleet", F, "--minor", "2.0"), r"--minor: Kubernetes 2.0 is unknown"
+    ),
+    fd("fd-node-path", ("render", "--fleet", F, "--minor", "1.37", "--node", "n/../x"), r"'n/../x' is not a"),
+    fd("fd-node-unknown", ("render", "--fleet", F, "--minor", "1.37", "--node", "x"), r"unknown node 'x'"),
+    fd("fd-interval-negative", ("publish", "--fleet", F, "--watch", "--interval", "-5"), r"--interval: must"),
+    fd("fd-interval-zero", ("publish", "--fleet", F, "--watch", "--interval", "0"), r"than 0, got '0'"),
+    fd("fd-interval-nan", ("publish", "--fleet", F, "--watch", "--interval", "nan"), r"got 'nan'"),
+    fd("fd-count-negative", ("legacy", "advertise", "--fleet", F, "--count", "-1"), r"--count: must be at"),
+    fd("fd-fault-no-nodes", ("fault", "crash", "--fleet", F, "--nodes", ","), r"--nodes: empty item in ','"),
+    fd("fd-fault-bad-node", ("fault", "crash", "--fleet", F, "--nodes", "a,B_1"), r"node name 'B_1' is not"),
+    fd("fd-fleet-missing", ("render", "--fleet", "{tmp}/nope.yaml", "--minor", "1.37"), r"cannot read fleet"),
+    fd("fd-fleet-not-yaml", ("render", "--fleet", F, "--minor", "1.37"), r"not valid YAML", "pools: [\n"),
+    render(
+        "fd-fleet-node-path",
+        "{name: p, nodes: [n/../../etc], profile: t4, gpus: 1}",
+        r"pool 'p': node name 'n/../../etc' is not a DNS subdomain \(RFC 1123\)",
+    ),
+    render(
+        "fd-fleet-uppercase-pool",
+        "{name: H100, count: 1, profile: t4, gpus: 1}",
+        r"pool 'H100': node name 'H100-0' is not a DNS subdomain",
+    ),
+    render(
+        "fd-fleet-100k-nodes",
+        "{name: p, count: 100000, profile: t4, gpus: 1}",
+        r"pool 'p': count must be an integer in \[1, 5000\], got 100000",
+    ),
+    render(
+        "fd-fleet-6k-nodes",
+        "{name: a, count: 3000, profile: t4, gpus: 1}, {name: b, count: 3000, profile: t4, gpus: 1}",
+        r"fleet.yaml: 6000 nodes; a fleet has at most 5000$",
+    ),
+    render(
+        "fd-fleet-64-gpus",
+        "{name: p, count: 1, profile: t4, gpus: 64}",
+        r"pool 'p': gpus must be an integer in \[1, 32\], got 64",
+    ),
+]
+
+
+def kp(id: str, extra: tuple[str, ...], line: str) -> Row:
+    """The kubelet plugin, served from a claims file (no cluster), with writable directories."""
+    dirs = ("--registry-dir", "{tmp}/reg", "--plugins-dir", "{tmp}/plugins", "--cdi-root", "{tmp}/cdi")
+    argv = ("--node-name", NODE, "--fleet", F, "--claims-file", "{tmp}/claims.json", "--minor", "1.37", *dirs)
+    return fd(id, (*argv, *extra), line, program="kubeletplugin")
+
+
+def dp(id: str, extra: tuple[str, ...], line: str) -> Row:
+    argv = ("--node-name", NODE, "--fleet", F, "--no-api", "--plugin-dir", "{tmp}/dp")
+    return fd(id, (*argv, *extra), line, program="deviceplugin")
+
+
+PLUGINS = [
+    kp(
+        "kp-node-name", ("--node-name", "n/../x"), r"^fake_driver.kubeletplugin: error: argument --node-name:"
+    ),
+    kp("kp-minor-unknown", ("--minor", "1.99"), r"--minor: Kubernetes 1.99 is unknown to the fake driver"),
+    kp(
+        "kp-plugins-dir-file", ("--plugins-dir", "{tmp}/afile/p"), r"--plugins-dir .*/afile/p: .*" + NOT_A_DIR
+    ),
+    kp("kp-registry-dir-proc", ("--registry-dir", "/proc/dra/reg"), r"--registry-dir /proc/dra/reg: cannot"),
+    kp("kp-cdi-root-file", ("--cdi-root", "{tmp}/afile"), r"--cdi-root .*/afile: is not a directory$"),
+    kp(
+        "kp-socket-too-long",
+        ("--plugins-dir", LONG),
+        r"socket path .*/dra.sock is 1\d\d bytes; .* at most 107$",
+    ),
+    kp("kp-reg-socket-too-long", ("--registry-dir", LONG), r"socket path .*-reg.sock is 1\d\d bytes"),
+    dp("dp-recheck-negative", ("--recheck", "-1"), r"^fake_driver.deviceplugin: error: argument --recheck:"),
+    dp("dp-recheck-zero", ("--recheck", "0"), r"--recheck: must be greater than 0, got '0'"),
+    dp("dp-plugin-dir-file", ("--plugin-dir", "{tmp}/afile"), r"--plugin-dir .*/afile: is not a directory$"),
+    dp("dp-plugin-dir-proc", ("--plugin-dir", "/proc/dra"), r"--plugin-dir /proc/dra: cannot create files"),
+    dp("dp-socket-too-long", ("--plugin-dir", LONG), r"socket path .*/kubelet.sock is 1\d\d bytes"),
+    dp("dp-node-name", ("--node-name", "Node_1"), r"argument --node-name: node name 'Node_1' is not a DNS"),
+]
+
+PYTEST = [  # the plugin's options: pytest's usage error, exit 4
+    Row(
+        "pytest-empty-k8s-version",
+        ("--k8s-version=",),
+        4,
+        r"^ERROR: --k8s-version must not be empty",
+        "pytest",
+    ),
+    Row("pytest-empty-gates", ("--gates", ""), 4, r"^ERROR: --gates must not be empty", "pytest"),
+    Row(
+        "pytest-unknown-version", ("--k8s-version=1.99",), 4, r"^ERROR: unknown Kubernetes version", "pytest"
+    ),
+]
+
+# ---- cluster lifecycle: a name is a DNS label of at most 40 characters, so no path can leave
+# ---- the cache; a directory there that is not ours (a planted symlink) is never touched.
+BAD_NAME = r"^dra-harness: cluster name .* is not valid: 1-40 lowercase letters, digits or '-'"
+PLANTED = files({"elsewhere/etcd/keep": "", "cache/dra-harness/clusters/.keep": ""})
+
+
+def _plant_symlink(tmp: Path) -> None:
+    PLANTED(tmp)
+    (tmp / "cache/dra-harness/clusters/planted").symlink_to(tmp / "elsewhere")
+
+
+LIFECYCLE: list[Row] = [
+    *(
+        Row(f"cluster-{action}-name-{label}", ("cluster", action, "--name", name), 1, BAD_NAME)
+        for action in ("up", "down", "status")
+        for label, name in (
+            ("dotdot", "../../x"),
+            ("slash", "a/b"),
+            ("upper", "Default"),
+            ("dash-edge", "x-"),
+            ("too-long", "x" * 41),
+            ("space", "a b"),
+        )
+    ),
+    Row("cluster-up-name-empty", ("cluster", "up", "--name", ""), 1, BAD_NAME),
+    Row(
+        "cluster-up-unknown-k",
+        ("cluster", "up", "-k", "1.99"),
+        1,
+        r"^dra-harness: unknown Kubernetes version",
+    ),
+    Row("cluster-up-unknown-g", ("cluster", "up", "-g", "all"), 1, r"^dra-harness: .*profile"),
+    Row(
+        "cluster-down-planted-symlink",
+        ("cluster", "down", "--name", "planted"),
+        1,
+        r"clusters/planted is not a directory of dra-harness's own; remove it by hand$",
+        setup=_plant_symlink,
+    ),
+    Row(
+        "cluster-up-planted-symlink",
+        ("cluster", "up", "--name", "planted"),
+        1,
+        r"clusters/planted is not a directory of dra-harness's own; remove it by hand$",
+        setup=_plant_symlink,
+    ),
+]
+
+ROWS = [*USAGE, *HARNESS, *VERSIONS, *CLOSED_PIPE, *FAKE_DRIVER, *PLUGINS, *PYTEST, *LIFECYCLE]
+BY_ID = {row.id: row for row in ROWS}
+REPORTS = REPO_ROOT / "reports" / "out"
+
+
+def _listing() -> set[str]:
+    return {p.name for p in REPORTS.iterdir()} if REPORTS.is_dir() else set()
+
+
+Ran = tuple[Outcome, Path]  # the outcome, and the row's directory
+
+
+@pytest.fixture(scope="module")
+def outcome_of(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[Row], Ran]]:
+    """The session's rows, run all at once (under xdist, one by one as each test asks: a worker
+    does not know which rows it will get); at the end, did any of them write a report?"""
+    done: dict[str, Ran] = {}
+    before = _listing()
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        wanted = [
+            BY_ID[item.callspec.id]
+            for item in request.session.items
+            if isinstance(item, pytest.Function) and item.originalname == "test_bad_input_is_one_line"
+        ]
+        dirs = [tmp_path_factory.mktemp(row.id) for row in wanted]
+        with ThreadPoolExecutor(WORKERS) as pool:
+            outcomes = pool.map(run_row, wanted, dirs)
+            done.update({row.id: (o, d) for row, o, d in zip(wanted, outcomes, dirs, strict=True)})
+
+    def outcome(row: Row) -> Ran:
+        if row.id not in done:
+            tmp = tmp_path_factory.mktemp(row.id)
+            done[row.id] = (run_row(row, tmp), tmp)
+        return done[row.id]
+
+    yield outcome
+    assert _listing() == before, "a refused command wrote into reports/out"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_bad_input_is_one_line(row: Row, outcome_of: Callable[[Row], Ran]) -> None:
+    done, tmp = outcome_of(row)
+    seen = f"exit {done.code}\nstderr: {done.stderr}\nstdout: {done.stdout[:2000]}"
+    assert done.code == row.code, seen
+    assert "Traceback" not in done.stdout + done.stderr, seen
+    assert "Exception ignored" not in done.stderr, seen
+    if row.line:
+        assert "\n" not in done.stderr.strip(), seen
+        assert re.search(row.line, done.stderr.strip()), seen
+    else:
+        assert done.stderr == "", seen
+    assert not done.left_running, f"a process of {row.id} outlived it"
+    assert done.go_calls == "", f"{row.id} started a build: go {done.go_calls}"
+    assert not (tmp / "cache" / "dra-harness" / "bin").exists(), f"{row.id} made a build directory"
+
+
+def test_the_catalogue_has_a_row_for_each_kind_of_mistake() -> None:
+    assert len(ROWS) >= 60
+    assert len(BY_ID) == len(ROWS), "row ids must be unique"
