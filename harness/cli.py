@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
+from harness.redaction import redact
 from harness.versions import REPO_ROOT, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 
@@ -345,7 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except (HarnessError, WaitTimeout) as err:  # a bounded wait's name and last state, no traceback
-        print(f"dra-harness: {err}", file=sys.stderr)
+        # e.g. a server's error body: it may echo the request's credentials back
+        print(f"dra-harness: {redact(str(err))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("dra-harness: interrupted", file=sys.stderr)
