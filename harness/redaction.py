@@ -32,10 +32,10 @@ _PEM = re.compile(
     r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s:,-]|\\[rn])*)",
     re.DOTALL,
 )
-# The end of a block whose BEGIN was cut off (a log tail): the base64 lines before its END.
-_PEM_TAIL = re.compile(
-    r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]+(?:\r?\n|(?:\\r)?\\n))*-----END[A-Z0-9 ]*PRIVATE KEY-----"
-)
+# The end of a block whose BEGIN was cut off (a log tail): with the base64 lines before it,
+# read backwards from the END (a forward pattern would retry from every line: quadratic).
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY-----")
+_LINES_BEFORE_REVERSED = re.compile(r"(?:(?:\n\r?|n\\(?:r\\)?)[A-Za-z0-9+/=]+)*")
 _AUTHORIZATION = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?)"
     r"(?:[A-Za-z]+[ \t]+)?[^\s\"',;&)}\]\\]+"
@@ -62,11 +62,21 @@ def _field(m: re.Match[str]) -> str:
     return f"{m.group(1)}{quote}{REDACTED}{quote}"
 
 
+def _cut_off_tails(text: str) -> str:
+    parts, last = [], 0
+    for m in _PEM_END.finditer(text):
+        before = _LINES_BEFORE_REVERSED.match(text[last : m.start()][::-1])
+        cut = m.start() - (before.end() if before else 0)
+        parts += [text[last:cut], f"{REDACTED} private key"]
+        last = m.end()
+    return "".join(parts) + text[last:]
+
+
 def redact(text: str) -> str:
     """`text` with every credential it carries replaced by <redacted>."""
     text = _PEM.sub(f"{REDACTED} private key", text)
     if "PRIVATE KEY-----" in text:  # only ENDs without a BEGIN are left
-        text = _PEM_TAIL.sub(f"{REDACTED} private key", text)
+        text = _cut_off_tails(text)
     text = _AUTHORIZATION.sub(rf"\1{REDACTED}", text)
     text = _BEARER.sub(rf"\1\2{REDACTED}", text)
     return _FIELD.sub(_field, text)
