@@ -1,4 +1,5 @@
 pytest_plugins = [
+    "pytester",  # the harness's own tests run pytest on generated test files
     "fixtures.options",
     "fixtures.cluster",
     "fixtures.namespace",
@@ -7,5 +8,6 @@ pytest_plugins = [
     "fixtures.fake_driver",
     "fixtures.driver",
     "fixtures.reporting",
+    "fixtures.redaction",
     "fixtures.scan",
 ]

@@ -28,6 +28,7 @@ from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
 from harness.outputs import check_output
+from harness.redaction import redact
 from harness.versions import load_matrix
 
 
@@ -307,7 +308,8 @@ def _main(argv: list[str]) -> int:
     try:
         code: int = args.func(args)
     except (HarnessError, WaitTimeout) as err:  # a bounded wait's name and last state, no traceback
-        print(f"dra-harness: {err}", file=sys.stderr)
+        # e.g. a server's error body: it may echo the request's credentials back
+        print(f"dra-harness: {redact(str(err))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as stop:
         print("dra-harness: interrupted", file=sys.stderr)

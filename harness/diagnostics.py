@@ -1,5 +1,6 @@
 """What a failed test's report should show: the namespace's pods, events and claims, the
-slices of the nodes involved, and the tail of every control-plane component's log."""
+slices of the nodes involved, and the tail of every control-plane component's log; each part
+redacted, since it is attached to the reports as is."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from harness.builders import resource_api
 from harness.clusters.processes import log_tail
 from harness.kube import Kube, Obj
 from harness.pods import summary
+from harness.redaction import redact
 
 RESOURCE_API = resource_api()
 _MAX = 20_000
@@ -32,9 +34,10 @@ def collect_diagnostics(kube: Kube, namespace: str, cluster: object | None) -> l
 
     def part(title: str, make: Any) -> None:
         try:
-            out.append((title, make()))
+            text = make()
         except Exception as err:  # diagnostics must never hide the real failure
-            out.append((title, f"<unavailable: {type(err).__name__}: {err}>"))
+            text = f"<unavailable: {type(err).__name__}: {err}>"
+        out.append((title, redact(text)))
 
     pods: list[Obj] = []
 

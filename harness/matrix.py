@@ -34,6 +34,7 @@ from harness.clusters.processes import exit_code as signal_exit_code
 from harness.clusters.processes import forward_stop, popen_child
 from harness.clusters.rundirs import ENV, matrix_cell_run_dir
 from harness.errors import HarnessError
+from harness.redaction import redact_file, redact_obj
 from harness.versions import REPO_ROOT, Matrix
 
 REPORTS = REPO_ROOT / "reports" / "out"
@@ -322,6 +323,7 @@ def _run_cell(
         events.put(run)
         code = proc.wait()
     procs.pop(run.cell.id, None)
+    redact_file(log)  # the cell redacts its reports; its terminal output is ours to redact
     run.wall_seconds = time.monotonic() - run.started
     run.exit_code = code
     run.totals = _totals(run.dir / "summary.json")
@@ -441,7 +443,7 @@ def run_matrix(
             if r.state == "queued":
                 r.state, r.note = "interrupted", "not started"
     result = MatrixResult(run_id, out, runs, time.monotonic() - t0, build_seconds, interrupted_by)
-    (out / "matrix.json").write_text(json.dumps(result.to_json(), indent=2))
+    (out / "matrix.json").write_text(json.dumps(redact_obj(result.to_json()), indent=2))
     return result
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.redaction import redact_obj
 
 OUTCOMES = ("passed", "failed", "skipped", "errors")
 
@@ -156,7 +157,7 @@ def read_summary(path: Path) -> CellSummary:
 
 def write_summary(path: Path, summary: CellSummary) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary.to_json(), indent=2))
+    path.write_text(json.dumps(redact_obj(summary.to_json()), indent=2))
 
 
 def environment_properties(values: Mapping[str, str]) -> str:
@@ -170,16 +171,8 @@ def environment_properties(values: Mapping[str, str]) -> str:
 
 def write_allure_extras(alluredir: Path, environment: Mapping[str, str]) -> None:
     alluredir.mkdir(parents=True, exist_ok=True)
-    (alluredir / "environment.properties").write_text(environment_properties(environment))
+    (alluredir / "environment.properties").write_text(environment_properties(redact_obj(dict(environment))))
     (alluredir / "categories.json").write_text(json.dumps(CATEGORIES, indent=2))
-
-
-_SECRET = re.compile(r"(?i)(token|password|secret|client-key-data|client-certificate-data)(\"?\s*[:=]\s*)\S+")
-
-
-def redact(text: str) -> str:
-    """No credential ever reaches a report."""
-    return _SECRET.sub(r"\1\2<redacted>", text)
 
 
 def merge_totals(summaries: Iterable[CellSummary]) -> dict[str, int]:

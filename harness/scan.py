@@ -30,7 +30,7 @@ from harness.detectors import (
 )
 from harness.errors import HarnessError
 from harness.kube import Kube, Obj
-from harness.reporting import redact
+from harness.redaction import redact, redact_obj
 
 RESOURCE_API = resource_api()
 EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
@@ -255,7 +255,7 @@ def render_json(state: ClusterState, findings: list[Finding]) -> str:
         "exit_code": exit_code(findings),
         "findings": [asdict(f) | {"severity": f.severity.name} for f in findings],
     }
-    return redact(json.dumps(data, indent=2))
+    return json.dumps(redact_obj(data), indent=2)
 
 
 def scan(

@@ -414,6 +414,24 @@ def test_render_escapes_html_in_test_messages(tmp_path: Path) -> None:
     assert "<b>boom</b> \\| pipe" in pages["readiness.md"]
 
 
+def test_render_redacts_a_secret_in_a_summary_written_without_redaction(tmp_path: Path) -> None:
+    cell = summary("1.37", "p", rec(SMOKE, "failed", "apiserver said Bearer abc123; token=def456"))
+    (tmp_path / "summary.json").write_text(json.dumps(cell.to_json()))  # not write_summary: raw
+    (tmp_path / "matrix.json").write_text(
+        json.dumps(
+            {"cells": [{"id": "1.36/p/dra-all", "state": "error", "exit_code": 3, "note": "password=x1"}]}
+        )
+    )
+
+    pages = render(build_report([tmp_path], bench=None))
+
+    for name, text in pages.items():
+        assert ("abc123" in text, "def456" in text, "x1" in text) == (False, False, False), name
+    assert "apiserver said Bearer &lt;redacted&gt;; token=&lt;redacted&gt;" in pages["readiness.html"]
+    assert "apiserver said Bearer <redacted>; token=<redacted>" in pages["readiness.md"]
+    assert "wrote no summary.json (error, exit 3): password=<redacted>" in pages["readiness.json"]
+
+
 # ---- bad input through the CLI -----------------------------------------------------------
 
 

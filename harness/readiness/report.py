@@ -36,6 +36,7 @@ from harness.readiness.checks import (
     fallback_checks,
     uncovered,
 )
+from harness.redaction import redact_obj
 from harness.reporting import CellSummary, merge_totals, read_summary
 from harness.versions import REPO_ROOT
 
@@ -488,6 +489,7 @@ def _env() -> jinja2.Environment:
 
 
 def render(report: Report) -> dict[str, str]:
+    report = redact_obj(report)  # summaries and matrix.json notes of older or foreign runs too
     env = _env()
     context = {"r": report, "Status": Status}
     return {
