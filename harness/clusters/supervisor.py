@@ -57,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--owner-pid", type=int, required=True)
     args = parser.parse_args(argv)
     _die_with_owner(signal.SIGTERM)
-    # A handler, not a blocked signal: a blocked mask would be inherited by every component.
-    signal.signal(ACKNOWLEDGE, lambda *_: _die_with_owner(0))
+    # Ignored until it is waited for (a blocked mask now would be inherited by every component;
+    # a handler is reset at their exec).
+    signal.signal(ACKNOWLEDGE, lambda *_: None)
     install_signal_teardown()  # SIGTERM raises Terminated, like Ctrl-C, wherever the start is
     if os.getppid() != args.owner_pid:  # the owner died before PDEATHSIG was armed
         print("error: the `cluster up` that started this supervisor is gone", file=sys.stderr)
@@ -66,10 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     cluster = LocalCluster(args.k8s_version, args.gates, run_dir=args.state_dir, keep_run_dir=True)
     try:
         cluster.start()
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # from here a stop waits for sigwait
+        signal.pthread_sigmask(signal.SIG_BLOCK, {*_STOP, ACKNOWLEDGE})  # from here: sigwait
         write_record(args.state_dir, _record(args, cluster))
         print(f"ready: {cluster.minor.kubernetes}, {cluster.profile.name}", flush=True)
-        signum = signal.sigwait(_STOP)
+        while (signum := signal.sigwait({*_STOP, ACKNOWLEDGE})) == ACKNOWLEDGE:
+            _die_with_owner(0)  # `up` told the user: the cluster now outlives it
+            print("acknowledged: detached from `cluster up`", flush=True)
         print(f"stopping on {signal.Signals(signum).name}", flush=True)
     except KeyboardInterrupt as stop:
         code = exit_code(stop)

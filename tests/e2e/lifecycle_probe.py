@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import psutil
+import yaml
 
-from harness.clusters import named
+from harness.clusters import health, named
+from harness.clusters.pki import CertPair
 from harness.clusters.ports import port_in_use
 from harness.versions import REPO_ROOT
-from harness.waits import TIMEOUTS, wait_for
+from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 
 def cli(*args: str) -> subprocess.Popen[str]:
@@ -70,6 +72,24 @@ def assert_nothing_left(directory: Path, ports: list[int], after: str) -> None:
         lambda left: not any(left.values()),
         timeout=TIMEOUTS.deletion,
         describe=f"nothing of {directory.name} left after {after}",
+    )
+
+
+def assert_serves_after_up_exits(name: str) -> None:
+    """`up` has exited: the cluster it reported must outlive it (the supervisor detached)."""
+    record = named.running(name)
+    assert record is not None, f"cluster {name!r} is gone once `up` exited"
+    kubeconfig = yaml.safe_load(Path(record.kubeconfig).read_text())
+    server, directory = kubeconfig["clusters"][0]["cluster"]["server"], named.state_dir(name)
+    tls = health.tls_context(
+        directory / "pki" / "ca.crt",
+        CertPair(directory / "pki" / "admin.crt", directory / "pki" / "admin.key"),
+    )
+    assert_stays(
+        lambda: (named.running(name) is not None, health.get(f"{server}/readyz", tls)[0]),
+        lambda seen: seen == (True, 200),
+        duration=3.0,
+        describe=f"cluster {name!r} running and ready after `up` exited",
     )
 
 

@@ -21,6 +21,7 @@ from harness.clusters.identity import ProcessIdentity
 from harness.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import (
     assert_nothing_left,
+    assert_serves_after_up_exits,
     cli,
     finish,
     interrupt,
@@ -102,6 +103,7 @@ def test_twenty_interrupts_of_cluster_up_leave_nothing_running(name: str) -> Non
     code, out, err = finish(cli("cluster", "up", "--name", name), "cluster up after the trials")
     assert code == 0, err
     assert "export KUBECONFIG=" in out
+    assert_serves_after_up_exits(name)
     code, out, _ = finish(cli("cluster", "down", "--name", name), "cluster down")
     assert (code, out.strip()) == (0, f"cluster {name!r} stopped")
     assert processes_of(directory) == []
@@ -116,6 +118,7 @@ def test_two_ups_of_one_name_make_one_cluster(name: str) -> None:
     assert sorted("already running" in o for o in (out1, out2)) == [False, True]
     supervisors = [p for p in processes_of(named.state_dir(name)) if "harness.clusters.supervisor" in p]
     assert len(supervisors) == 1, supervisors
+    assert_serves_after_up_exits(name)
     ports = recorded_ports(named.state_dir(name))
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
     assert_nothing_left(named.state_dir(name), ports, "down")
