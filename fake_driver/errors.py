@@ -9,6 +9,18 @@ from collections.abc import Callable, Iterable, Sequence
 class FakeDriverError(Exception):
     """Base class; str(err) is a single line fit for stderr."""
 
+    exit_code = 2
+
+
+class ClusterError(FakeDriverError):
+    """The cluster cannot be used: unreachable, silent, or refusing these credentials."""
+
+    exit_code = 1
+
+
+class KubeconfigError(ClusterError):
+    """The kubeconfig cannot be used; names the file and what is wrong with it."""
+
 
 class UnknownChoiceError(FakeDriverError, KeyError):
     def __init__(self, what: str, value: object, choices: Iterable[str], where: str = "") -> None:
@@ -49,12 +61,13 @@ def cli_main(
     *,
     catch_all: bool = False,
 ) -> int:
-    """Run a command line: a FakeDriverError (or, with catch_all, anything) is one line, exit 2."""
+    """Run a command line: a FakeDriverError (or, with catch_all, anything) is one line; exit 1
+    when the cluster or its kubeconfig cannot be used, 2 for anything else."""
     try:
         return run(argv)
     except FakeDriverError as e:
         sys.stderr.write(f"{prog}: error: {' '.join(str(e).split())}\n")
-        return 2
+        return e.exit_code
     except Exception as e:
         if not catch_all:
             raise
