@@ -88,10 +88,6 @@ class BoundedApiClient(client.ApiClient):
         bound = _request_timeout or request_timeout(url, self.timeout)
         return super().call_api(method, url, header_params, body, post_params, _request_timeout=bound)
 
-    @property
-    def server(self) -> str:
-        return str(self.configuration.host)
-
 
 def new_api_client(
     kubeconfig: str | os.PathLike[str] | None,
@@ -147,8 +143,11 @@ def describe_status(server: str, status: int, body: str | bytes | None, what: st
     return f"the API server {server} answered {what} with {status}: {status_message(body)}"
 
 
-def describe_failure(err: Exception, server: str, timeout: float, what: str = "the request") -> str:
-    """One line for an ApiException or a urllib3 error: silent, unreachable or refusing."""
+def describe_failure(err: Exception, api_client: Any, what: str = "the request") -> str:
+    """One line for an ApiException or a urllib3 error of this client's: the server is silent
+    (past the client's bound), unreachable, or refuses `what`."""
+    server = str(api_client.configuration.host)
+    timeout = getattr(api_client, "timeout", API_TIMEOUT)
     if isinstance(err, ApiException) and err.status:
         return describe_status(server, int(err.status), err.body, what)
     if isinstance(err, ApiException):  # status 0: the client wraps TLS failures so

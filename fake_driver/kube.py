@@ -71,10 +71,8 @@ class KubeRest:
         # call_api returns the raw response without raising on HTTP errors.
         from kubernetes.client.exceptions import ApiException
 
-        from fake_driver.apiclient import API_TIMEOUT, describe_failure, describe_status
+        from fake_driver.apiclient import describe_failure, describe_status
 
-        server = str(self.api_client.configuration.host)
-        bound = getattr(self.api_client, "timeout", API_TIMEOUT)
         headers = {"Accept": JSON, "Content-Type": content_type}
         try:
             m, url, hdrs, data, post = self.api_client.param_serialize(
@@ -91,10 +89,11 @@ class KubeRest:
         except ApiException as e:
             raw, status = e.body, int(e.status or 0)
             if not status:  # no answer: the TLS handshake failed
-                raise ClusterError(describe_failure(e, server, bound)) from None
+                raise ClusterError(describe_failure(e, self.api_client)) from None
         except HTTPError as e:  # no answer: unreachable, or silent past the client's bound
-            raise ClusterError(describe_failure(e, server, bound)) from None
+            raise ClusterError(describe_failure(e, self.api_client)) from None
         if status in (401, 403):  # no request of this client will do better
+            server = str(self.api_client.configuration.host)
             raise ClusterError(describe_status(server, status, raw, f"{method} {path}"))
         if status == 404 and method in ("GET", "DELETE"):
             return None

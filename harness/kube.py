@@ -54,14 +54,10 @@ class Kube:
             raise HarnessError(str(err)) from None
         return cls(api)
 
-    @property
-    def server(self) -> str:
-        return str(self.api_client.configuration.host)
-
     def failure(self, err: Exception, what: str = "the request") -> HarnessError:
-        """One line for a call that failed with one of API_ERRORS: the server did not answer,
-        cannot be reached, or refused `what` (401, 403, ...)."""
-        return HarnessError(describe_failure(err, self.server, TIMEOUTS.api_request, what))
+        """One line for a call that failed with one of API_ERRORS: the server did not answer
+        within the client's bound, cannot be reached, or refused `what` (401, 403, ...)."""
+        return HarnessError(describe_failure(err, self.api_client, what))
 
     @cached_property
     def dynamic(self) -> DynamicClient:

@@ -127,7 +127,8 @@ def test_a_user_without_read_access_gets_one_line_and_exit_1(
 
     assert code == 1
     assert output == (
-        "dra-harness: the kubeconfig's user may not list Node (v1): forbidden (403); the scan needs get/list\n"
+        "dra-harness: the kubeconfig's user may not list Node (v1): forbidden (403); "
+        "the scan needs get/list\n"
     )
     assert report == {}
 
