@@ -100,10 +100,11 @@ def test_a_watch_may_stay_silent_for_its_timeout_seconds_and_no_longer(
     tls_silent: tuple[SilentServer, Path],
 ) -> None:
     server, kubeconfig = tls_silent
-    api = new_api_client(kubeconfig, timeout=1.0)
-    took, _ = _seconds(lambda: api.call_api("GET", f"{server.url}/api/v1/pods?watch=true&timeoutSeconds=2"))
-    api.close()
+    kube = Kube(new_api_client(kubeconfig, timeout=1.0))
+    took, _ = _seconds(lambda: kube.raw_get("/api/v1/pods?watch=true&timeoutSeconds=2"))
+    kube.close()
     assert 3.0 <= took < 4.0  # timeoutSeconds + the bound
+    assert len(server.peers) == 1
 
 
 def test_the_dynamic_clients_discovery_is_bounded(tmp_path: Path) -> None:
