@@ -80,7 +80,7 @@ def read_state(kube: Kube) -> ClusterState:
     """Everything the checks look at, with get/list only; one line if the server fails us."""
     try:
         return _read_state(kube)
-    except API_ERRORS as err:  # silent, unreachable or refusing (what _listed does not explain)
+    except API_ERRORS as err:  # silent, unreachable or refusing (what listed() does not explain)
         raise kube.failure(err) from None
 
 
