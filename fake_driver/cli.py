@@ -1,4 +1,5 @@
-"""Command line: ``python -m fake_driver <command> ...``. Errors: one line on stderr, exit 2."""
+"""Command line: ``python -m fake_driver <command> ...``. Errors: one line on stderr; exit 1 when
+the cluster or its kubeconfig cannot be used (unreachable, silent, refusing), else 2."""
 
 from __future__ import annotations
 
@@ -143,12 +144,9 @@ def _render(fleet: Fleet, names: Sequence[str], minor: apilimits.Minor, fmt: str
 
 
 def _api_client(args: argparse.Namespace) -> Any:
-    from kubernetes import config
+    from fake_driver.apiclient import new_api_client  # imports the kubernetes client: only when needed
 
-    try:
-        return config.new_client_from_config(config_file=args.kubeconfig, context=args.context)  # type: ignore[no-untyped-call]
-    except Exception as e:  # the kubernetes package raises bare exceptions for config problems
-        raise FakeDriverError(f"cannot load kubeconfig: {' '.join(str(e).split())}") from None
+    return new_api_client(args.kubeconfig, args.context)
 
 
 def _publisher(args: argparse.Namespace, fleet: Fleet) -> Publisher:

@@ -13,6 +13,18 @@ EXIT_BROKEN_PIPE = 141
 class FakeDriverError(Exception):
     """Base class; str(err) is a single line fit for stderr."""
 
+    exit_code = 2
+
+
+class ClusterError(FakeDriverError):
+    """The cluster cannot be used: unreachable, silent, or refusing these credentials."""
+
+    exit_code = 1
+
+
+class KubeconfigError(ClusterError):
+    """The kubeconfig cannot be used; names the file and what is wrong with it."""
+
 
 class UnknownChoiceError(FakeDriverError, KeyError):
     def __init__(self, what: str, value: object, choices: Iterable[str], where: str = "") -> None:
@@ -61,8 +73,9 @@ def cli_main(
     *,
     catch_all: bool = False,
 ) -> int:
-    """Run a command line: a FakeDriverError (or, with catch_all, anything) is one line, exit 2;
-    a closed stdout ends quietly."""
+    """Run a command line: a FakeDriverError (or, with catch_all, anything) is one line; exit 1
+    when the cluster or its kubeconfig cannot be used, 2 for anything else; a closed stdout
+    ends quietly."""
     try:
         try:
             return run(argv)
@@ -74,7 +87,7 @@ def cli_main(
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except FakeDriverError as e:
         sys.stderr.write(f"{prog}: error: {' '.join(str(e).split())}\n")
-        return 2
+        return e.exit_code
     except Exception as e:
         if not catch_all:
             raise

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from fake_driver.errors import FakeDriverError
+from urllib3.exceptions import HTTPError
+
+from fake_driver.errors import ClusterError, FakeDriverError
 
 Obj = dict[str, Any]
 
@@ -69,6 +71,8 @@ class KubeRest:
         # call_api returns the raw response without raising on HTTP errors.
         from kubernetes.client.exceptions import ApiException
 
+        from fake_driver.apiclient import describe_failure, describe_status
+
         headers = {"Accept": JSON, "Content-Type": content_type}
         try:
             m, url, hdrs, data, post = self.api_client.param_serialize(
@@ -84,6 +88,13 @@ class KubeRest:
             status = int(resp.status)
         except ApiException as e:
             raw, status = e.body, int(e.status or 0)
+            if not status:  # no answer: the TLS handshake failed
+                raise ClusterError(describe_failure(e, self.api_client)) from None
+        except HTTPError as e:  # no answer: unreachable, or silent past the client's bound
+            raise ClusterError(describe_failure(e, self.api_client)) from None
+        if status in (401, 403):  # no request of this client will do better
+            server = str(self.api_client.configuration.host)
+            raise ClusterError(describe_status(server, status, raw, f"{method} {path}"))
         if status == 404 and method in ("GET", "DELETE"):
             return None
         if not 200 <= status < 300:

@@ -13,17 +13,29 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 from kubernetes.dynamic.resource import Resource
 
+from fake_driver.apiclient import API_ERRORS, describe_failure, new_api_client
+from fake_driver.errors import ClusterError
+from fake_driver.kubeconfig import check_kubeconfig
 from harness.errors import HarnessError
+from harness.waits import TIMEOUTS
 
 Obj = dict[str, Any]
 
-__all__ = ["ApiException", "Kube", "NotFoundError", "Obj"]
+__all__ = ["API_ERRORS", "ApiException", "Kube", "NotFoundError", "Obj", "checked_kubeconfig"]
+
+
+def checked_kubeconfig(kubeconfig: Path | str, context: str | None = None) -> str:
+    """The server a kubeconfig points at, after checking the file offline; else one line."""
+    try:
+        return check_kubeconfig(kubeconfig, context).server
+    except ClusterError as err:
+        raise HarnessError(str(err)) from None
 
 
 @dataclass
@@ -34,13 +46,18 @@ class Kube:
 
     @classmethod
     def from_kubeconfig(cls, kubeconfig: Path | str, context: str | None = None) -> Kube:
+        """Every request of the client bounded by TIMEOUTS.api_request; the file checked first."""
         try:
-            api = config.new_client_from_config(config_file=str(kubeconfig), context=context)  # type: ignore[no-untyped-call]
-        except (config.ConfigException, OSError) as err:
-            raise HarnessError(f"cannot use kubeconfig {kubeconfig}: {err}") from None
-        # Tests create many objects concurrently; the default pool of 4 serialises them.
-        api.rest_client.pool_manager.connection_pool_kw["maxsize"] = 32
+            # Tests create many objects concurrently; the default pool of 4 serialises them.
+            api = new_api_client(kubeconfig, context, TIMEOUTS.api_request, pool_size=32)
+        except ClusterError as err:
+            raise HarnessError(str(err)) from None
         return cls(api)
+
+    def failure(self, err: Exception, what: str = "the request") -> HarnessError:
+        """One line for a call that failed with one of API_ERRORS: the server did not answer
+        within the client's bound, cannot be reached, or refused `what` (401, 403, ...)."""
+        return HarnessError(describe_failure(err, self.api_client, what))
 
     @cached_property
     def dynamic(self) -> DynamicClient:

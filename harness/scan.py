@@ -29,7 +29,7 @@ from harness.detectors import (
     detect_unmapped_legacy_requests,
 )
 from harness.errors import HarnessError
-from harness.kube import Kube, Obj
+from harness.kube import API_ERRORS, Kube, Obj
 from harness.redaction import redact, redact_obj
 
 RESOURCE_API = resource_api()
@@ -77,24 +77,28 @@ class ClusterState:
 
 
 def read_state(kube: Kube) -> ClusterState:
-    """Everything the checks look at, with get/list only."""
+    """Everything the checks look at, with get/list only; one line if the server fails us."""
     try:
-        major, minor = kube.server_version()
-        git_version = kube.git_version()
-    except Exception as err:
-        raise HarnessError(f"cluster is unreachable: {type(err).__name__}: {err}") from None
+        return _read_state(kube)
+    except API_ERRORS as err:  # silent, unreachable or refusing (what listed() does not explain)
+        raise kube.failure(err) from None
+
+
+def _read_state(kube: Kube) -> ClusterState:
+    major, minor = kube.server_version()
+    git_version = kube.git_version()
 
     def listed(api: str, kind: str) -> list[Obj]:
         try:
             return kube.list(api, kind)
         except ForbiddenError:
             raise HarnessError(
-                f"the kubeconfig's user may not list {kind} ({api}); the scan needs get/list"
+                f"the kubeconfig's user may not list {kind} ({api}): forbidden (403); the scan needs get/list"
             ) from None
         except ResourceNotFoundError:
             return []  # e.g. resource.k8s.io/v1 not served: nothing DRA to scan
         except DynamicApiError as err:
-            raise HarnessError(f"listing {kind} failed: {err.status} {err.reason}") from None
+            raise kube.failure(err, f"the list of {kind} ({api})") from None
 
     status, metrics = kube.raw_get("/metrics")
     gates: dict[str, bool] = {}

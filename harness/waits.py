@@ -37,6 +37,10 @@ class Timeouts:
     deletion: float = 60.0
     # How long "stays Pending" must hold: several scheduler retry cycles (backoff 1s..10s).
     stays_pending: float = 8.0
+    # Every API request, connecting (TCP and TLS) and then waiting for the answer, each: far
+    # above what a healthy API server takes, well below the 30 s in which a CLI must fail.
+    # A watch waits its timeoutSeconds on top (fake_driver.apiclient.request_timeout).
+    api_request: float = 15.0
 
 
 TIMEOUTS = Timeouts()

@@ -63,15 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def api_client(kubeconfig: str | None) -> Any:
-    from kubernetes import client, config
+    from fake_driver.apiclient import in_cluster_api_client, new_api_client
 
-    try:
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-            return client.ApiClient()
-        return config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    except Exception as e:  # the kubernetes package raises bare exceptions for config problems
-        raise FakeDriverError(f"cannot load kubeconfig: {' '.join(str(e).split())}") from None
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return in_cluster_api_client()
+    return new_api_client(kubeconfig)
 
 
 def check_dir(flag: str, path: Path) -> None:

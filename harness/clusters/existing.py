@@ -10,8 +10,7 @@ from pathlib import Path
 from kubernetes import client
 
 from harness.clusters.base import Cell
-from harness.errors import HarnessError
-from harness.kube import Kube
+from harness.kube import API_ERRORS, Kube
 
 _FEATURE = re.compile(r'^kubernetes_feature_enabled\{name="([^"]+)",stage="[^"]*"\} (\d)', re.MULTILINE)
 
@@ -32,13 +31,13 @@ class ExistingCluster:
         kube = Kube.from_kubeconfig(self._kubeconfig, self.context)
         try:
             info = client.VersionApi(kube.api_client).get_code()
-        except Exception as err:  # urllib3 and API errors alike: the cluster is not usable
-            raise HarnessError(
-                f"cluster in {self._kubeconfig} is unreachable: {type(err).__name__}: {err}"
-            ) from None
+            gates = self._server_gates(kube)
+        except API_ERRORS as err:  # silent, unreachable or refusing: the cluster is not usable
+            raise kube.failure(err) from None
+        finally:
+            kube.close()
         minor = f"{info.major}.{''.join(c for c in info.minor if c.isdigit())}"
-        self._cell = Cell(self.provider, minor, info.git_version, "server", self._server_gates(kube))
-        kube.close()
+        self._cell = Cell(self.provider, minor, info.git_version, "server", gates)
         return self
 
     @staticmethod
