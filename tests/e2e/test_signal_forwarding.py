@@ -1,5 +1,5 @@
-"""A CI cancel (SIGTERM) or Ctrl-C (SIGINT) to `dra-harness matrix` reaches its pytest
-children once: their teardown runs, nothing outlives the command, and it exits 128 + N."""
+"""A CI cancel (SIGTERM) or Ctrl-C (SIGINT) to `dra-harness run` or `matrix` reaches its
+pytest children once: their teardown runs, nothing outlives the command, and it exits 128 + N."""
 
 from __future__ import annotations
 
@@ -18,12 +18,20 @@ from harness.waits import TIMEOUTS, wait_for
 TARGET = "tests/e2e/stop_target.py"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
-def test_a_stop_signal_to_matrix_runs_the_cells_teardown_and_exits_128_plus_n(
-    tmp_path: Path, sig: signal.Signals
-) -> None:
+def _commands() -> dict[str, list[str]]:
     cell = f"{load_matrix().default_minor}/nvidia-v25.12/dra-all"
-    argv = ["matrix", "--cells", cell, "--suite", TARGET, "--no-report", "-j", "1"]
+    return {
+        "matrix": ["matrix", "--cells", cell, "--suite", TARGET, "--no-report", "-j", "1"],
+        "run": ["run", TARGET],
+    }
+
+
+@pytest.mark.parametrize("command", ["matrix", "run"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_stop_signal_runs_the_pytest_teardown_and_exits_128_plus_n(
+    tmp_path: Path, sig: signal.Signals, command: str
+) -> None:
+    argv = _commands()[command]
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", *argv],
         cwd=REPO_ROOT,
@@ -43,4 +51,7 @@ def test_a_stop_signal_to_matrix_runs_the_cells_teardown_and_exits_128_plus_n(
     assert proc.returncode == 128 + sig, out
     assert (tmp_path / "teardown").read_text() == str(pytest_pid)
     assert not psutil.pid_exists(pytest_pid) or psutil.Process(pytest_pid).status() == psutil.STATUS_ZOMBIE
-    assert "interrupted: stopping running cells" in out
+    if command == "matrix":
+        assert "interrupted: stopping running cells" in out
+    else:
+        assert "dra-harness: interrupted" in out
