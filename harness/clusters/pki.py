@@ -150,8 +150,16 @@ def _ca(directory: Path, stem: str, cn: str) -> tuple[CertPair, ec.EllipticCurve
 def _etcd_pairs(directory: Path) -> tuple[CertPair, CertPair, CertPair, CertPair]:
     ca, ca_key, ca_name = _ca(directory, "etcd-ca", "dra-harness-etcd-ca")
     names, ips = ("localhost",), ("127.0.0.1",)
+    # Client usage too, as kubeadm does: etcd's JSON gateway dials etcd with this certificate.
     server = _leaf(
-        directory, "etcd-server", ca_key, ca_name, _name("etcd-server"), server_names=names, server_ips=ips
+        directory,
+        "etcd-server",
+        ca_key,
+        ca_name,
+        _name("etcd-server"),
+        server_names=names,
+        server_ips=ips,
+        also_client=True,
     )
     peer = _leaf(
         directory,
