@@ -13,11 +13,13 @@ import pytest
 
 from fixtures.fake_driver import FLEET_LABEL, GpuPool, MakeGpuFleet
 from fixtures.nodes import MakePool
+from fixtures.requirements import skip
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.gang import GangApi, gang_api, gang_objects, join_gang, pod_group_kind
 from harness.kube import Kube, Obj
 from harness.pods import allocated_devices, claims_of, condition, wait_phase
+from harness.requirements import api_unserved, gate_reason
 from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.min_version("1.35"), pytest.mark.feature_gate("GenericWorkload")]
@@ -40,12 +42,10 @@ def gang(cell: Cell, kube: Kube) -> GangApi:
     api = gang_api(cell.minor)
     # GangScheduling gates the plugin in 1.35/1.36; 1.37 merged it into GenericWorkload.
     if cell.gate("GangScheduling") is False:
-        pytest.skip(f"needs feature gate GangScheduling, off in {cell.minor}/{cell.profile}")
+        skip(gate_reason(cell, "GangScheduling"))
     status, _ = kube.raw_get(f"/apis/{api.api_version}")
     if status != 200:
-        pytest.skip(
-            f"needs {api.api_version} served (runtime-config), not served in {cell.minor}/{cell.profile}"
-        )
+        skip(api_unserved(cell, api.api_version))
     return api
 
 

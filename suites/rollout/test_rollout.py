@@ -17,6 +17,7 @@ from fake_driver.ledger import Ledger
 from fake_driver.legacy import advertised
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import FLEET_LABEL, GpuFleet, GpuPool, MakeGpuFleet
+from fixtures.requirements import skip
 from harness import builders as b
 from harness import rollout
 from harness.clusters.base import Cell
@@ -32,6 +33,7 @@ from harness.invariants import (
 )
 from harness.kube import Kube, Obj
 from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.requirements import provider_unmet
 from harness.verification import devices_per_node, verify
 from harness.waits import TIMEOUTS, wait_for
 
@@ -43,7 +45,7 @@ PLUGIN_DS = "nvidia-device-plugin"
 @pytest.fixture(autouse=True)
 def _fake_driver_only(driver: DriverUnderTest) -> None:
     if driver.source != "fake":
-        pytest.skip("the rollout suite installs and removes the driver itself: fake driver only")
+        skip(provider_unmet("the rollout suite installs and removes the driver itself: fake driver only"))
 
 
 def _plugin_daemonset(namespace: str) -> Obj:

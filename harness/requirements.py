@@ -1,0 +1,134 @@
+"""Why a test did not run in a cell, as data: the readiness verdict is decided on these fields,
+and `message()` is only the wording shown to people (rewording it changes no verdict).
+
+summary.json stores each skipped test's reasons as `Reason.to_json()`; fields left at their
+default are omitted.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from harness.clusters.base import Cell
+
+
+class Kind(enum.StrEnum):
+    FEATURE_GATE = "feature_gate"  # gate, required (on/off), state (None: unknown to the minor)
+    VERSION = "version"  # need: the lowest minor the test runs on
+    API = "api"  # need: a group/version the API server must serve
+    DRIVER_CAPABILITY = "driver_capability"  # capability, required (present/absent)
+    PROVIDER = "provider"  # what the cluster provider or driver source cannot do: text
+
+
+class Capability(enum.StrEnum):
+    # The driver's DeviceClass sets extendedResourceName (driver, device_class, resource).
+    EXTENDED_RESOURCE_NAME = "extended_resource_name"
+    # Legacy pods get DRA devices: the gate is on and the class maps the name (driver).
+    BRIDGE = "bridge"
+
+
+@dataclass(frozen=True)
+class Reason:
+    kind: Kind
+    required: bool = True
+    minor: str = ""  # the cell's
+    profile: str = ""  # the cell's gate profile
+    gate: str = ""
+    state: bool | None = None
+    need: str = ""
+    capability: str = ""
+    driver: str = ""  # the personality (or driver name) in the wording
+    device_class: str = ""
+    resource: str = ""
+    text: str = ""
+
+    @property
+    def cell(self) -> str:
+        return f"{self.minor}/{self.profile}"
+
+    def message(self) -> str:
+        if self.kind is Kind.FEATURE_GATE:
+            return self._gate_message()
+        if self.kind is Kind.VERSION:
+            return f"needs Kubernetes >= {self.need} (cell is {self.minor})"
+        if self.kind is Kind.API:
+            return f"needs {self.need} served (runtime-config), not served in {self.cell}"
+        if self.kind is Kind.DRIVER_CAPABILITY:
+            if self.capability == Capability.BRIDGE:
+                return f"the bridge is available in {self.cell} with {self.driver}"
+            return f"{self.driver} installs {self.device_class} without extendedResourceName {self.resource}"
+        return self.text
+
+    def _gate_message(self) -> str:
+        if not self.required:
+            where = f"on in {self.cell}" if self.state else f"unknown to Kubernetes {self.minor}"
+            return f"covers cells where feature gate {self.gate} is off; it is {where}"
+        if self.state is None:
+            return f"needs feature gate {self.gate}, unknown to Kubernetes {self.minor}"
+        return f"needs feature gate {self.gate}, off in {self.cell}"
+
+    def to_json(self) -> dict[str, Any]:
+        defaults = {f.name: f.default for f in fields(self)}
+        return {k: v for k, v in asdict(self).items() if k == "kind" or v != defaults[k]}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Reason:
+        """Raises ValueError/TypeError on an unknown kind or field (the summary reader names the file)."""
+        return cls(**{**raw, "kind": Kind(str(raw.get("kind")))})
+
+
+def gate_unmet(cell: Cell, gate: str, enabled: bool = True) -> Reason | None:
+    """None when the cell has `gate` in the state the test needs. A test for cells without the
+    gate does not run where the gate is unknown either (nothing says it is off there)."""
+    state = cell.gate(gate)
+    reason = gate_reason(cell, gate, enabled)
+    if enabled and state is None and cell.gates:
+        return reason
+    if enabled and state is False:
+        return reason
+    if not enabled and state is not False:
+        return reason
+    return None
+
+
+def gate_reason(cell: Cell, gate: str, enabled: bool = True) -> Reason:
+    """The cell's state of `gate`, for a test that needs it `enabled` (or not)."""
+    return Reason(Kind.FEATURE_GATE, enabled, cell.minor, cell.profile, gate=gate, state=cell.gate(gate))
+
+
+def version_unmet(cell: Cell, need: str) -> Reason | None:
+    if cell.number < tuple(int(p) for p in need.split(".")):
+        return Reason(Kind.VERSION, minor=cell.minor, profile=cell.profile, need=need)
+    return None
+
+
+def api_unserved(cell: Cell, api_version: str) -> Reason:
+    return Reason(Kind.API, minor=cell.minor, profile=cell.profile, need=api_version)
+
+
+def provider_unmet(text: str) -> Reason:
+    return Reason(Kind.PROVIDER, text=text)
+
+
+def unmapped_class(driver: str, device_class: str, resource: str) -> Reason:
+    return Reason(
+        Kind.DRIVER_CAPABILITY,
+        capability=Capability.EXTENDED_RESOURCE_NAME,
+        driver=driver,
+        device_class=device_class,
+        resource=resource,
+    )
+
+
+def bridge_available(cell: Cell, driver: str) -> Reason:
+    """For tests of cells without the bridge."""
+    return Reason(
+        Kind.DRIVER_CAPABILITY,
+        required=False,
+        minor=cell.minor,
+        profile=cell.profile,
+        capability=Capability.BRIDGE,
+        driver=driver,
+    )
