@@ -62,13 +62,7 @@ class GpuNodes:
             return b.pod(
                 name, namespace, containers=[b.container(limits={GPU: "2"})], node_selector=self.node_selector
             )
-        return b.pod(
-            name,
-            namespace,
-            containers=[b.container(claims=["gpus"])],
-            claim_templates={"gpus": TEMPLATE},
-            node_selector=self.node_selector,
-        )
+        return b.template_pod(name, namespace, TEMPLATE, claim="gpus", node_selector=self.node_selector)
 
 
 @pytest.fixture(params=["extended", "claim"])
