@@ -70,8 +70,10 @@ class Reason:
         return f"needs feature gate {self.gate}, off in {self.cell}"
 
     def to_json(self) -> dict[str, Any]:
+        """Plain JSON types only: xdist's execnet refuses enum members in user_properties."""
         defaults = {f.name: f.default for f in fields(self)}
-        return {k: v for k, v in asdict(self).items() if k == "kind" or v != defaults[k]}
+        plain = {k: v.value if isinstance(v, enum.Enum) else v for k, v in asdict(self).items()}
+        return {k: v for k, v in plain.items() if k == "kind" or v != defaults[k]}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Reason:
