@@ -1,5 +1,6 @@
 """Why a test did not run in a cell, as data: the readiness verdict is decided on these fields,
 and `message()` is only the wording shown to people (rewording it changes no verdict).
+fixtures/requirements.py makes them from the cell and the driver under test.
 
 summary.json stores each skipped test's reasons as `Reason.to_json()`; fields left at their
 default are omitted.
@@ -10,8 +11,6 @@ from __future__ import annotations
 import enum
 from dataclasses import asdict, dataclass, fields
 from typing import Any
-
-from harness.clusters.base import Cell
 
 
 class Kind(enum.StrEnum):
@@ -79,58 +78,3 @@ class Reason:
     def from_json(cls, raw: dict[str, Any]) -> Reason:
         """Raises ValueError/TypeError on an unknown kind or field (the summary reader names the file)."""
         return cls(**{**raw, "kind": Kind(str(raw.get("kind")))})
-
-
-def gate_unmet(cell: Cell, gate: str, enabled: bool = True) -> Reason | None:
-    """None when the cell has `gate` in the state the test needs. A test for cells without the
-    gate does not run where the gate is unknown either (nothing says it is off there)."""
-    state = cell.gate(gate)
-    reason = gate_reason(cell, gate, enabled)
-    if enabled and state is None and cell.gates:
-        return reason
-    if enabled and state is False:
-        return reason
-    if not enabled and state is not False:
-        return reason
-    return None
-
-
-def gate_reason(cell: Cell, gate: str, enabled: bool = True) -> Reason:
-    """The cell's state of `gate`, for a test that needs it `enabled` (or not)."""
-    return Reason(Kind.FEATURE_GATE, enabled, cell.minor, cell.profile, gate=gate, state=cell.gate(gate))
-
-
-def version_unmet(cell: Cell, need: str) -> Reason | None:
-    if cell.number < tuple(int(p) for p in need.split(".")):
-        return Reason(Kind.VERSION, minor=cell.minor, profile=cell.profile, need=need)
-    return None
-
-
-def api_unserved(cell: Cell, api_version: str) -> Reason:
-    return Reason(Kind.API, minor=cell.minor, profile=cell.profile, need=api_version)
-
-
-def provider_unmet(text: str) -> Reason:
-    return Reason(Kind.PROVIDER, text=text)
-
-
-def unmapped_class(driver: str, device_class: str, resource: str) -> Reason:
-    return Reason(
-        Kind.DRIVER_CAPABILITY,
-        capability=Capability.EXTENDED_RESOURCE_NAME,
-        driver=driver,
-        device_class=device_class,
-        resource=resource,
-    )
-
-
-def bridge_available(cell: Cell, driver: str) -> Reason:
-    """For tests of cells without the bridge."""
-    return Reason(
-        Kind.DRIVER_CAPABILITY,
-        required=False,
-        minor=cell.minor,
-        profile=cell.profile,
-        capability=Capability.BRIDGE,
-        driver=driver,
-    )

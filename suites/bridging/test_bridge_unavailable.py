@@ -5,12 +5,11 @@ silently get devices: they stay Pending with the scheduler's "Insufficient <name
 from __future__ import annotations
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
-from fixtures.requirements import skip
+from fixtures.requirements import bridge_available, skip
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.kube import Kube
 from harness.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
-from harness.requirements import bridge_available
 from harness.waits import TIMEOUTS, assert_stays
 
 

@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from fixtures.requirements import skip
+from fixtures.requirements import provider_unmet, skip
 from harness import builders as b
 from harness.clusters.base import Cell, Cluster
 from harness.clusters.local import LocalCluster
 from harness.controlplane.build import binary_path
 from harness.objects import Created
-from harness.requirements import provider_unmet
 from harness.versions import REPO_ROOT, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 

@@ -17,7 +17,7 @@ from fake_driver.ledger import Ledger
 from fake_driver.legacy import advertised
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import FLEET_LABEL, GpuFleet, GpuPool, MakeGpuFleet
-from fixtures.requirements import skip
+from fixtures.requirements import provider_unmet, skip
 from harness import builders as b
 from harness import rollout
 from harness.clusters.base import Cell
@@ -33,7 +33,6 @@ from harness.invariants import (
 )
 from harness.kube import Kube, Obj
 from harness.pods import allocated_devices, claims_of, wait_phase
-from harness.requirements import provider_unmet
 from harness.verification import devices_per_node, verify
 from harness.waits import TIMEOUTS, wait_for
 
