@@ -236,6 +236,11 @@ KIND_OUTCOMES: dict[Kind, list[tuple[Reason, str, Status, Status]]] = {
 }
 
 
+def test_every_driver_capability_has_a_row() -> None:
+    rows = {r.capability for r, *_ in KIND_OUTCOMES[Kind.DRIVER_CAPABILITY]}
+    assert rows == set(Capability), "give each new Capability a row in KIND_OUTCOMES"
+
+
 def test_every_reason_kind_has_a_readiness_outcome() -> None:
     assert set(KIND_OUTCOMES) == set(Kind), (
         "give the new Kind a row in KIND_OUTCOMES and a rule in reason_meaning"

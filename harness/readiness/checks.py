@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from harness.reporting import TestRecord
-from harness.requirements import Kind, Reason
+from harness.requirements import Capability, Kind, Reason
 
 
 class Status(enum.IntEnum):
@@ -139,6 +139,8 @@ def reason_meaning(check: Check, r: Reason) -> tuple[Status, str]:
         case Kind.DRIVER_CAPABILITY:
             if not r.required:  # a test for cells without the capability
                 return Status.SKIP, ""
+            if r.capability != Capability.EXTENDED_RESOURCE_NAME:  # no remediation written for it yet
+                return Status.WARN, f"the driver lacks {r.capability}"
             fix = _MAPPING_REMEDIATION.format(personality=r.driver, cls=r.device_class, resource=r.resource)
             return (Status.FAIL if check.bridged else Status.WARN), fix
         case Kind.PROVIDER:  # the harness could not run it here: says nothing about the platform
