@@ -1,9 +1,9 @@
 pytest_plugins = [
     "pytester",  # the harness's own tests run pytest on generated test files
     "fixtures.options",
+    "fixtures.requirements",  # before the plugins importing it, so pytest rewrites its asserts
     "fixtures.cluster",
     "fixtures.namespace",
-    "fixtures.requirements",
     "fixtures.nodes",
     "fixtures.fake_driver",
     "fixtures.driver",

@@ -92,6 +92,24 @@ def legacy_pod(
     )
 
 
+def template_pod(
+    name: str,
+    namespace: str,
+    template: str,
+    *,
+    claim: str = "gpu",
+    **pod_options: Any,
+) -> Obj:
+    """A pod whose one container uses one claim made from ResourceClaimTemplate `template`."""
+    return pod(
+        name,
+        namespace,
+        containers=[container(claims=[claim])],
+        claim_templates={claim: template},
+        **pod_options,
+    )
+
+
 def device_class(
     name: str,
     *,
@@ -220,3 +238,16 @@ def first_available_request(name: str, subrequests: Sequence[Obj]) -> Obj:
 def match_attribute(requests: Sequence[str], attribute: str) -> Obj:
     """A claim constraint: every device of `requests` has the same value of `attribute`."""
     return {"requests": list(requests), "matchAttribute": attribute}
+
+
+def token_kubeconfig(cluster: Obj, token: str, user: str = "token") -> Obj:
+    """A kubeconfig whose one context pairs `cluster` (a kubeconfig clusters[].cluster: server,
+    CA) with a bearer-token user: what a ServiceAccount token gives a client."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": user,
+        "clusters": [{"name": user, "cluster": cluster}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": user, "user": user}}],
+    }

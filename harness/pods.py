@@ -113,12 +113,4 @@ def create_claim_pod(
 ) -> None:
     """ResourceClaimTemplate `name` with `requests`, and pod `name` using it as claim "gpu"."""
     kube.create(b.claim_template(name, namespace, requests, constraints))
-    kube.create(
-        b.pod(
-            name,
-            namespace,
-            containers=[b.container(claims=["gpu"])],
-            claim_templates={"gpu": name},
-            node_selector=node_selector,
-        )
-    )
+    kube.create(b.template_pod(name, namespace, name, node_selector=node_selector))

@@ -6,7 +6,9 @@ summary.json (one per cell run):
     {"cell": {"provider", "minor", "kubernetes", "profile", "driver", "personality"},
      "totals": {"passed", "failed", "skipped", "errors"},
      "wall_seconds": float,
-     "tests": [{"nodeid", "area", "outcome", "duration", "message"}]}
+     "tests": [{"nodeid", "area", "outcome", "duration", "message",
+                "reasons": [Reason.to_json()]}]}   # reasons: why a skipped test did not run
+Files written before reasons existed read with no reasons.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.redaction import redact_obj
+from harness.requirements import Reason
 
 OUTCOMES = ("passed", "failed", "skipped", "errors")
 
@@ -54,6 +57,10 @@ class TestRecord:
     outcome: str  # passed | failed | skipped | errors
     duration: float
     message: str = ""
+    reasons: list[Reason] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "reasons": [r.to_json() for r in self.reasons]}
 
 
 @dataclass
@@ -74,7 +81,7 @@ class CellSummary:
             "cell": self.cell,
             "totals": self.totals,
             "wall_seconds": round(self.wall_seconds, 1),
-            "tests": [asdict(t) for t in self.tests],
+            "tests": [t.to_json() for t in self.tests],
         }
 
 
@@ -95,7 +102,9 @@ _RECORD_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "outcome": (str, "a string"),
     "duration": ((int, float), "a number"),
     "message": (str, "a string"),
+    "reasons": (list, "a list"),
 }
+_OPTIONAL: dict[str, object] = {"message": "", "reasons": []}
 
 
 class _Reader:
@@ -116,12 +125,27 @@ class _Reader:
                 f"{self.path} is not a summary.json: {where} has an unknown field {unknown[0]!r}"
             )
         for key, (kind, want) in _RECORD_FIELDS.items():
-            value = raw.get(key, "" if key == "message" else None)
+            value = raw.get(key, _OPTIONAL.get(key))
             if isinstance(value, bool) or not isinstance(value, kind):
                 raise self.bad(f"{where}.{key}", want, value)
         if raw["outcome"] not in OUTCOMES:
             raise self.bad(f"{where}.outcome", f"one of {', '.join(OUTCOMES)}", raw["outcome"])
-        return TestRecord(**raw)
+        return TestRecord(
+            **{
+                **raw,
+                "reasons": [
+                    self.reason(r, f"{where}.reasons[{i}]") for i, r in enumerate(raw.get("reasons", []))
+                ],
+            }
+        )
+
+    def reason(self, raw: object, where: str) -> Reason:
+        if not isinstance(raw, dict):
+            raise self.bad(where, "an object", raw)
+        try:
+            return Reason.from_json(raw)
+        except (TypeError, ValueError) as err:
+            raise SummaryError(f"{self.path} is not a summary.json: {where}: {err}") from None
 
     def cell(self, cell: object) -> dict[str, str]:
         if not isinstance(cell, dict):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from harness.versions import REPO_ROOT
 
 
@@ -16,3 +18,10 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
     )
+
+
+def run_suite_file(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
+    """pytest, in a subprocess with the plugins of a real run, on one test module `source`."""
+    pytester.makeconftest((REPO_ROOT / "conftest.py").read_text())
+    pytester.makepyfile(test_generated=source)
+    return pytester.runpytest_subprocess("-p", "no:pytest-kind", "-p", "no:cacheprovider", *args, timeout=300)

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness import builders as b
 from harness.diagnostics import collect_diagnostics
 from harness.kube import Kube
-from harness.versions import REPO_ROOT
-from tests.cli import run_cli
+from tests.cli import run_cli, run_suite_file
 
 BEARER = "eyJplantedBearer.cGF5bG9hZA.c2lnbmF0dXJl"
 TOKEN = "plantedTokenEq7f3a9c"
@@ -55,10 +55,7 @@ def test_a_parameter_and_a_skip(credentials):
 
 
 def _token_kubeconfig(path: Path, server: str, token: str) -> Path:
-    user, cluster = {"name": "x", "user": {"token": token}}, {"name": "x", "cluster": {"server": server}}
-    context = {"name": "x", "context": {"cluster": "x", "user": "x"}}
-    config = {"apiVersion": "v1", "kind": "Config", "current-context": "x", "clusters": [cluster]}
-    path.write_text(yaml.safe_dump({**config, "users": [user], "contexts": [context]}))
+    path.write_text(yaml.safe_dump(b.token_kubeconfig({"server": server}, token)))
     return path
 
 
@@ -74,14 +71,10 @@ def _allure_results(alluredir: Path) -> dict[str, dict[str, object]]:
 
 
 def test_a_failing_run_writes_no_planted_secret_to_any_artifact(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest((REPO_ROOT / "conftest.py").read_text())  # the plugins of a real run
-    pytester.makepyfile(test_leaks=FAILING_TESTS)
     out = pytester.path / "out"
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:pytest-kind",
-        "-p",
-        "no:cacheprovider",
+    result = run_suite_file(
+        pytester,
+        FAILING_TESTS,
         "-ra",
         "-vv",
         "-o",
@@ -89,7 +82,6 @@ def test_a_failing_run_writes_no_planted_secret_to_any_artifact(pytester: pytest
         f"--junitxml={out / 'junit.xml'}",
         f"--alluredir={out / 'allure-results'}",
         f"--summary-json={out / 'summary.json'}",
-        timeout=300,
     )
     (out / "pytest.log").write_text(result.stdout.str() + result.stderr.str())  # as a matrix cell's
 

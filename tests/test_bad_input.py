@@ -17,7 +17,11 @@ from pathlib import Path
 import pytest
 
 from harness.versions import REPO_ROOT
-from tests.badinput import Outcome, Row, files, run_row, summary, versions
+from tests.badinput import SUMMARY, Outcome, Row, files, run_row, summary, versions
+
+SKIPPED_FOR_WEATHER = (SUMMARY % ("1.37", "skipped", "1.0")).replace(
+    '"message": ""', '"message": "", "reasons": [{"kind": "weather"}]'
+)
 
 WORKERS = 4  # subprocesses at a time: Python start-up is most of each row
 
@@ -125,6 +129,13 @@ HARNESS = [  # checked input: exit 1, "dra-harness: <what is wrong>"
         1,
         r"tests\[0\].outcome must be one of passed, failed, skipped, errors, got 'flaky'",
         setup=summary(outcome="flaky"),
+    ),
+    Row(
+        "summary-unknown-skip-reason-kind",
+        REPORT,
+        1,
+        r"tests\[0\].reasons\[0\]: 'weather' is not a valid Kind",
+        setup=files({"run/summary.json": SKIPPED_FOR_WEATHER}),
     ),
     Row(
         "summary-wall-seconds-text",

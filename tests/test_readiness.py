@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.requirements import unmapped_class
 from harness.readiness import CHECKS, Status, build_report, evaluate, evaluate_cell, render, write_report
 from harness.readiness.checks import CHECK_IDS, gate_remediation, skip_meaning, uncovered
 from harness.readiness.report import CellReport, ReportError, load_cost, upgrades
-from harness.reporting import CellSummary, TestRecord, area_of, write_summary
+from harness.reporting import CellSummary, TestRecord, area_of, read_summary, write_summary
+from harness.requirements import Capability, Kind, Reason
 from harness.versions import REPO_ROOT
 from tests.cli import run_cli
 
@@ -25,11 +27,20 @@ GANG = "suites/gang/test_gang.py::test_gang_of_4_pods_by_2_gpus_binds_on_8_gpus[
 SMOKE = "suites/smoke/test_local_cluster.py::test_pod_is_bound_to_a_simulated_node_and_runs"
 DYN = "suites/mig/test_dynamic_mig.py::test_seven_1g_devices_fill_an_h100_and_give_the_counters_back"
 
-GATE_OFF = "needs feature gate DRAExtendedResource, off in 1.35/defaults"
-NO_MAP = "nvidia-v0.4 installs gpu.nvidia.com without extendedResourceName nvidia.com/gpu"
+GATE_OFF = Reason(
+    Kind.FEATURE_GATE, minor="1.35", profile="defaults", gate="DRAExtendedResource", state=False
+)
+NO_MAP = unmapped_class("nvidia-v0.4", "gpu.nvidia.com", "nvidia.com/gpu")
 
 
-def rec(nodeid: str, outcome: str = "passed", message: str = "") -> TestRecord:
+def gate_off(gate: str, minor: str) -> Reason:
+    return Reason(Kind.FEATURE_GATE, minor=minor, profile="defaults", gate=gate, state=False)
+
+
+def rec(nodeid: str, outcome: str = "passed", message: str | Reason = "") -> TestRecord:
+    """A skipped test's record carries its reason as the reporting plugin writes it."""
+    if isinstance(message, Reason):
+        return TestRecord(nodeid, area_of(nodeid), outcome, 1.0, message.message(), [message])
     return TestRecord(nodeid, area_of(nodeid), outcome, 1.0, message)
 
 
@@ -77,7 +88,7 @@ def test_setup_error_counts_as_fail() -> None:
 def test_bridging_skipped_because_the_gate_is_off_is_fail_naming_gate_components_and_version() -> None:
     r = evaluate(CHECK_IDS["bridging"], [rec(EXT, "skipped", GATE_OFF), rec(LIFE, "skipped", GATE_OFF)])
     assert r.status == Status.FAIL
-    assert r.detail == f"skipped: {GATE_OFF}"
+    assert r.detail == f"skipped: {GATE_OFF.message()}"
     assert r.remediation == (
         "pods requesting nvidia.com/gpu stay Pending on DRA-only nodes in 1.35/defaults: enable feature gate "
         "DRAExtendedResource on kube-apiserver, kube-scheduler, kube-controller-manager and kubelet, "
@@ -88,7 +99,7 @@ def test_bridging_skipped_because_the_gate_is_off_is_fail_naming_gate_components
 def test_class_without_extended_resource_name_is_warn_when_other_bridging_tests_pass() -> None:
     r = evaluate(CHECK_IDS["bridging"], [rec(EXT, "skipped", NO_MAP), rec(LIFE)])
     assert r.status == Status.WARN
-    assert r.detail == f"1 of 2 passed, 1 skipped: {NO_MAP}"
+    assert r.detail == f"1 of 2 passed, 1 skipped: {NO_MAP.message()}"
     assert "set extendedResourceName: nvidia.com/gpu on it" in r.remediation
     assert "DeviceClass gpu.nvidia.com" in r.remediation
 
@@ -99,7 +110,7 @@ def test_class_without_extended_resource_name_is_fail_when_nothing_bridged_runs(
 
 
 def test_gang_skipped_for_an_off_gate_is_warn_with_the_gate_remediation() -> None:
-    msg = "needs feature gate GenericWorkload, off in 1.36/defaults"
+    msg = gate_off("GenericWorkload", "1.36")
     r = evaluate(CHECK_IDS["gang"], [rec(GANG, "skipped", msg)])
     assert r.status == Status.WARN
     assert r.remediation == gate_remediation("GenericWorkload")
@@ -109,7 +120,7 @@ def test_gang_skipped_for_an_off_gate_is_warn_with_the_gate_remediation() -> Non
 
 
 def test_min_version_skip_is_warn_naming_the_version() -> None:
-    msg = "needs Kubernetes >= 1.35 (cell is 1.34)"
+    msg = Reason(Kind.VERSION, minor="1.34", need="1.35")
     r = evaluate(CHECK_IDS["gang"], [rec(GANG, "skipped", msg)])
     assert (r.status, r.remediation) == (
         Status.WARN,
@@ -118,7 +129,7 @@ def test_min_version_skip_is_warn_naming_the_version() -> None:
 
 
 def test_dynamic_mig_gate_off_names_the_gate_and_the_release_where_it_is_on() -> None:
-    msg = "needs feature gate DRAPartitionableDevices, off in 1.35/defaults"
+    msg = gate_off("DRAPartitionableDevices", "1.35")
     r = evaluate(CHECK_IDS["mig-dynamic"], [rec(DYN, "skipped", msg)])
     assert r.status == Status.WARN
     assert r.remediation == (
@@ -128,15 +139,145 @@ def test_dynamic_mig_gate_off_names_the_gate_and_the_release_where_it_is_on() ->
 
 
 def test_a_skip_that_does_not_matter_is_skip_or_leaves_pass() -> None:
-    inverse = "covers cells where feature gate DRAExtendedResource is off; it is on in 1.37/dra-all"
+    inverse = Reason(
+        Kind.FEATURE_GATE, False, minor="1.37", profile="dra-all", gate="DRAExtendedResource", state=True
+    )
     check = CHECK_IDS["bridging"]
     assert evaluate(check, [rec(EXT, "skipped", inverse)]).status == Status.SKIP
     both = evaluate(check, [rec(EXT), rec(LIFE, "skipped", inverse)])
     assert (both.status, both.detail) == (Status.PASS, "1 of 2 passed (1 not applicable here)")
 
 
-def test_an_unknown_skip_reason_is_skip() -> None:
-    assert skip_meaning(CHECK_IDS["gang"], "something else entirely") == (Status.SKIP, "")
+def test_a_skip_without_reasons_is_skip_whatever_its_wording() -> None:
+    worded = rec(GANG, "skipped", "needs feature gate GenericWorkload, off in 1.36/defaults")
+    assert skip_meaning(CHECK_IDS["gang"], worded) == (Status.SKIP, "")
+
+
+# Every reason kind with what it means for a bridged check and for any other check. A new
+# Kind without a row here fails the test below; one without a rule fails mypy (assert_never).
+_REQUIRED_OFF = "needs feature gate DRAExtendedResource, off in 1.35/defaults"
+KIND_OUTCOMES: dict[Kind, list[tuple[Reason, str, Status, Status]]] = {
+    Kind.FEATURE_GATE: [
+        (GATE_OFF, _REQUIRED_OFF, Status.FAIL, Status.WARN),
+        (
+            gate_off("DRAPartitionableDevices", "1.35"),
+            "needs feature gate DRAPartitionableDevices, off in 1.35/defaults",
+            Status.WARN,
+            Status.WARN,
+        ),
+        (
+            Reason(Kind.FEATURE_GATE, minor="1.34", gate="GenericWorkload"),
+            "needs feature gate GenericWorkload, unknown to Kubernetes 1.34",
+            Status.WARN,
+            Status.WARN,
+        ),
+        (
+            Reason(Kind.FEATURE_GATE, False, "1.37", "dra-all", gate="DRAExtendedResource", state=True),
+            "covers cells where feature gate DRAExtendedResource is off; it is on in 1.37/dra-all",
+            Status.SKIP,
+            Status.SKIP,
+        ),
+        (
+            Reason(Kind.FEATURE_GATE, False, "1.37", "dra-all", gate="DRAPartitionableDevices"),
+            "covers cells where feature gate DRAPartitionableDevices is off; "
+            "it is unknown to Kubernetes 1.37",
+            Status.SKIP,
+            Status.SKIP,
+        ),
+    ],
+    Kind.VERSION: [
+        (
+            Reason(Kind.VERSION, minor="1.34", need="1.35"),
+            "needs Kubernetes >= 1.35 (cell is 1.34)",
+            Status.WARN,
+            Status.WARN,
+        )
+    ],
+    Kind.API: [
+        (
+            Reason(Kind.API, minor="1.36", profile="defaults", need="scheduling.k8s.io/v1alpha2"),
+            "needs scheduling.k8s.io/v1alpha2 served (runtime-config), not served in 1.36/defaults",
+            Status.WARN,
+            Status.WARN,
+        )
+    ],
+    Kind.DRIVER_CAPABILITY: [
+        (
+            NO_MAP,
+            "nvidia-v0.4 installs gpu.nvidia.com without extendedResourceName nvidia.com/gpu",
+            Status.FAIL,
+            Status.WARN,
+        ),
+        (
+            Reason(
+                Kind.DRIVER_CAPABILITY,
+                False,
+                "1.37",
+                "dra-all",
+                capability=Capability.BRIDGE,
+                driver="nvidia-v25.12",
+            ),
+            "the bridge is available in 1.37/dra-all with nvidia-v25.12",
+            Status.SKIP,
+            Status.SKIP,
+        ),
+    ],
+    Kind.PROVIDER: [
+        (
+            Reason(
+                Kind.PROVIDER,
+                text="the rollout suite installs and removes the driver itself: fake driver only",
+            ),
+            "the rollout suite installs and removes the driver itself: fake driver only",
+            Status.SKIP,
+            Status.SKIP,
+        )
+    ],
+}
+
+
+def test_every_driver_capability_has_a_row() -> None:
+    rows = {r.capability for r, *_ in KIND_OUTCOMES[Kind.DRIVER_CAPABILITY]}
+    assert rows == set(Capability), "give each new Capability a row in KIND_OUTCOMES"
+
+
+def test_every_reason_kind_has_a_readiness_outcome() -> None:
+    assert set(KIND_OUTCOMES) == set(Kind), (
+        "give the new Kind a row in KIND_OUTCOMES and a rule in reason_meaning"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reason", "wording", "bridged", "other"),
+    [row for rows in KIND_OUTCOMES.values() for row in rows],
+    ids=lambda v: v.kind.value if isinstance(v, Reason) else "",
+)
+def test_a_reason_decides_the_status_by_its_fields_and_keeps_its_wording(
+    reason: Reason, wording: str, bridged: Status, other: Status
+) -> None:
+    assert reason.message() == wording
+    assert skip_meaning(CHECK_IDS["bridging"], rec(EXT, "skipped", reason))[0] == bridged
+    assert skip_meaning(CHECK_IDS["gang"], rec(GANG, "skipped", reason))[0] == other
+    assert Reason.from_json(reason.to_json()) == reason
+
+
+def test_summary_json_keeps_reasons_and_reads_files_written_before_them(tmp_path: Path) -> None:
+    path = tmp_path / "summary.json"
+    write_summary(path, summary("1.35", "nvidia-v0.4", rec(EXT, "skipped", GATE_OFF)))
+    assert read_summary(path).tests[0].reasons == [GATE_OFF]
+    data = json.loads(path.read_text())
+    assert data["tests"][0]["reasons"] == [
+        {
+            "kind": "feature_gate",
+            "minor": "1.35",
+            "profile": "defaults",
+            "gate": "DRAExtendedResource",
+            "state": False,
+        }
+    ]
+    del data["tests"][0]["reasons"]
+    path.write_text(json.dumps(data))
+    assert read_summary(path).tests[0].reasons == []
 
 
 def test_every_suite_test_collected_today_belongs_to_a_check() -> None:

@@ -152,10 +152,4 @@ def pod(mode: str, name: str) -> Obj:
         return b.pod(name, NAMESPACE, labels=labels, containers=[b.container(requests={"cpu": "10m"})])
     if mode in ("legacy", "bridged"):
         return b.pod(name, NAMESPACE, labels=labels, containers=[b.container(limits={GPU: "1"})])
-    return b.pod(
-        name,
-        NAMESPACE,
-        labels=labels,
-        containers=[b.container(claims=["gpu"])],
-        claim_templates={"gpu": "gpu"},
-    )
+    return b.template_pod(name, NAMESPACE, "gpu", labels=labels)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.readiness.checks import CHECKS, Check, CheckResult, SkipRule, Status, evaluate, evaluate_cell
+from harness.readiness.checks import CHECKS, Check, CheckResult, Status, evaluate, evaluate_cell
 from harness.readiness.report import Report, build_report, render, write_report
 
 __all__ = [
@@ -10,7 +10,6 @@ __all__ = [
     "Check",
     "CheckResult",
     "Report",
-    "SkipRule",
     "Status",
     "build_report",
     "evaluate",

@@ -5,9 +5,10 @@ summary.json records into PASS / FAIL / WARN / SKIP per check.
 How a check's status is decided from its tests' outcomes in one cell:
     no test of the check ran                 SKIP  (not part of this run)
     any test failed or errored               FAIL  (remediation: the check's on_fail)
-    tests skipped for a reason that matters  the skip rule's status (FAIL or WARN), or WARN
+    tests skipped for a reason that matters  the reason's status (FAIL or WARN), or WARN
                                              when some of the check's tests passed anyway
     tests skipped for a reason that doesn't  SKIP  (not applicable to this cell)
+    (a reason matters by its fields, see reason_meaning; never by its wording)
     otherwise                                PASS
 """
 
@@ -15,11 +16,12 @@ from __future__ import annotations
 
 import enum
 import fnmatch
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from harness.reporting import TestRecord
+from harness.requirements import Capability, Kind, Reason
 
 
 class Status(enum.IntEnum):
@@ -35,32 +37,13 @@ class Status(enum.IntEnum):
 
 
 @dataclass(frozen=True)
-class SkipRule:
-    """A skip reason (regex over the skip message) and what it means for readiness.
-    `remediation` may use the regex's named groups: "enable {gate} ..."."""
-
-    pattern: str
-    status: Status
-    remediation: str
-
-    def match(self, message: str) -> str | None:
-        m = re.search(self.pattern, message)
-        if m is None:
-            return None
-        groups = {k: v or "" for k, v in m.groupdict().items()}
-        if groups.get("gate"):
-            groups["gate_fix"] = gate_remediation(groups["gate"])
-        return self.remediation.format(**groups)
-
-
-@dataclass(frozen=True)
 class Check:
     id: str
     title: str
     area: str
     tests: tuple[str, ...]  # fnmatch patterns over pytest node ids
     on_fail: str
-    on_skip: tuple[SkipRule, ...] = ()
+    bridged: bool = False  # without the bridge, its users' pods stay Pending: a missing bridge is FAIL
     exclude: tuple[str, ...] = ()  # patterns another check owns
 
     def covers(self, nodeid: str) -> bool:
@@ -116,45 +99,54 @@ def gate_remediation(gate: str) -> str:
     return f"enable feature gate {gate} on {where}" + (f", {otherwise}" if otherwise else "")
 
 
-_GATE_OFF = r"needs feature gate (?P<gate>\w+), off in (?P<cell>\S+)"
-_NO_MAPPING = r"(?P<personality>\S+) installs (?P<cls>\S+) without extendedResourceName (?P<resource>\S+)"
 _MAPPING_REMEDIATION = (
     "{personality} installs DeviceClass {cls} without spec.extendedResourceName: set "
     "extendedResourceName: {resource} on it (or on a class of your own selecting the same devices), "
     "or move to a driver release that sets it (nvidia-v25.12+), so unchanged pods requesting "
     "{resource} are served by DRA"
 )
-_BRIDGE_OFF = SkipRule(
-    r"needs feature gate DRAExtendedResource, off in (?P<cell>\S+)",
-    Status.FAIL,
-    "pods requesting nvidia.com/gpu stay Pending on DRA-only nodes in {cell}: "
-    + gate_remediation("DRAExtendedResource"),
-)
-_BRIDGE_RULES = (_BRIDGE_OFF, SkipRule(_NO_MAPPING, Status.FAIL, _MAPPING_REMEDIATION))
+BRIDGE_GATE = "DRAExtendedResource"
 
-# Skip reasons every check understands; a check's own on_skip rules are tried first.
-GENERIC_SKIP_RULES: tuple[SkipRule, ...] = (
-    SkipRule(r"covers cells where feature gate", Status.SKIP, ""),
-    SkipRule(r"the bridge is available", Status.SKIP, ""),
-    SkipRule(r"fake driver only", Status.SKIP, ""),
-    SkipRule(
-        r"needs feature gate (?P<gate>\w+), unknown to Kubernetes (?P<minor>[\d.]+)",
-        Status.WARN,
-        "Kubernetes {minor} has no feature gate {gate}: upgrade to a release that has it",
-    ),
-    SkipRule(_GATE_OFF, Status.WARN, "{gate_fix}"),
-    SkipRule(
-        r"needs Kubernetes >= (?P<need>[\d.]+) \(cell is (?P<minor>[\d.]+)\)",
-        Status.WARN,
-        "needs Kubernetes {need}; this cell runs {minor}: upgrade the control plane",
-    ),
-    SkipRule(
-        r"needs (?P<api>\S+) served \(runtime-config\)",
-        Status.WARN,
-        "serve {api}: add --runtime-config {api}=true to kube-apiserver",
-    ),
-    SkipRule(_NO_MAPPING, Status.WARN, _MAPPING_REMEDIATION),
-)
+
+def _gate_meaning(check: Check, r: Reason) -> tuple[Status, str]:
+    if not r.required:  # a test for cells without the gate
+        return Status.SKIP, ""
+    if r.state is None:
+        return (
+            Status.WARN,
+            f"Kubernetes {r.minor} has no feature gate {r.gate}: upgrade to a release that has it",
+        )
+    if check.bridged and r.gate == BRIDGE_GATE:
+        return Status.FAIL, (
+            f"pods requesting nvidia.com/gpu stay Pending on DRA-only nodes in {r.cell}: "
+            + gate_remediation(BRIDGE_GATE)
+        )
+    return Status.WARN, gate_remediation(r.gate)
+
+
+def reason_meaning(check: Check, r: Reason) -> tuple[Status, str]:
+    """What one skip reason means for this check: (status, remediation)."""
+    match r.kind:
+        case Kind.FEATURE_GATE:
+            return _gate_meaning(check, r)
+        case Kind.VERSION:
+            return (
+                Status.WARN,
+                f"needs Kubernetes {r.need}; this cell runs {r.minor}: upgrade the control plane",
+            )
+        case Kind.API:
+            return Status.WARN, f"serve {r.need}: add --runtime-config {r.need}=true to kube-apiserver"
+        case Kind.DRIVER_CAPABILITY:
+            if not r.required:  # a test for cells without the capability
+                return Status.SKIP, ""
+            if r.capability != Capability.EXTENDED_RESOURCE_NAME:  # no remediation written for it yet
+                return Status.WARN, f"the driver lacks {r.capability}"
+            fix = _MAPPING_REMEDIATION.format(personality=r.driver, cls=r.device_class, resource=r.resource)
+            return (Status.FAIL if check.bridged else Status.WARN), fix
+        case Kind.PROVIDER:  # the harness could not run it here: says nothing about the platform
+            return Status.SKIP, ""
+    assert_never(r.kind)
+
 
 CHECKS: tuple[Check, ...] = (
     Check(
@@ -181,7 +173,7 @@ CHECKS: tuple[Check, ...] = (
         ("suites/bridging/test_extended_resource.py::*", "suites/bridging/test_bridging_lifecycle.py::*"),
         "scheduler-created claims for extended resources misbehave: check that kube-scheduler, "
         "kube-controller-manager and kubelet all run with DRAExtendedResource and the same minor",
-        _BRIDGE_RULES,
+        bridged=True,
     ),
     Check(
         "mixed-pools",
@@ -190,7 +182,7 @@ CHECKS: tuple[Check, ...] = (
         ("suites/bridging/test_mixed_pools.py::*",),
         "mixed pools over-promise or miscount: give each GPU tier its own extendedResourceName and "
         "count quota under requests.nvidia.com/gpu and the DeviceClass's claim quota together",
-        _BRIDGE_RULES,
+        bridged=True,
     ),
     Check(
         "bridge-unavailable",
@@ -215,7 +207,7 @@ CHECKS: tuple[Check, ...] = (
         ("suites/failure_modes/*::test_unchanged_deployment_and_job*",),
         "legacy workloads break on the migrated pool: map nvidia.com/gpu with a DeviceClass "
         "extendedResourceName before draining the device plugin",
-        _BRIDGE_RULES,
+        bridged=True,
     ),
     Check(
         "unmapped-class",
@@ -395,13 +387,14 @@ def clip(text: str, limit: int = DETAIL_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def skip_meaning(check: Check, message: str) -> tuple[Status, str]:
-    """What a skip reason means for this check: (status, remediation)."""
-    for rule in (*check.on_skip, *GENERIC_SKIP_RULES):
-        remediation = rule.match(message)
-        if remediation is not None:
-            return rule.status, remediation
-    return Status.SKIP, ""
+def skip_meaning(check: Check, record: TestRecord) -> tuple[Status, str]:
+    """The worst of a skipped test's reasons; a skip without reasons (pytest's own, or a
+    summary.json written before reasons were recorded) is SKIP."""
+    meanings = [reason_meaning(check, r) for r in record.reasons]
+    if not meanings:
+        return Status.SKIP, ""
+    worst = max(status for status, _ in meanings)
+    return worst, " ".join(_unique(fix for status, fix in meanings if status == worst))
 
 
 def _unique(items: Iterable[str]) -> list[str]:
@@ -423,7 +416,7 @@ def evaluate(check: Check, records: Sequence[TestRecord]) -> CheckResult:
         detail = f"{len(broken)} of {len(mine)} failed; {_short(first.nodeid)}: {clip(first.message)}"
         return result(Status.FAIL, detail.strip().rstrip(":"), check.on_fail)
     skipped = [r for r in mine if r.outcome == "skipped"]
-    meanings = [(r, *skip_meaning(check, r.message)) for r in skipped]
+    meanings = [(r, *skip_meaning(check, r)) for r in skipped]
     mattering = [(r, s, fix) for r, s, fix in meanings if s >= Status.WARN]
     passed = counts["passed"]
     if mattering:

@@ -4,9 +4,8 @@ silently get devices: they stay Pending with the scheduler's "Insufficient <name
 
 from __future__ import annotations
 
-import pytest
-
 from fixtures.driver import DriverUnderTest, MakeGpuPool
+from fixtures.requirements import bridge_available, skip
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.kube import Kube
@@ -18,8 +17,7 @@ def test_legacy_request_stays_pending_without_the_bridge(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
 ) -> None:
     if cell.gate("DRAExtendedResource") and driver.maps_extended_resource is not False:
-        who = driver.personality or driver.driver
-        pytest.skip(f"the bridge is available in {cell.minor}/{cell.profile} with {who}")
+        skip(bridge_available(cell, driver.personality or driver.driver))
     pool = gpu_pool(nodes=1, gpus=8)
     kube.create(
         b.legacy_pod("legacy", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)

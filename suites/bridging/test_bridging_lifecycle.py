@@ -11,6 +11,7 @@ from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
 from harness.expectations import implicit_name_alongside_explicit
 from harness.kube import Kube
+from harness.objects import Created
 from harness.pods import (
     allocated_devices,
     claims_of,
@@ -90,7 +91,7 @@ def test_scheduler_created_claim_is_released_when_the_pod_completes(
 
 
 def test_pod_created_before_its_device_class_runs_once_the_class_appears(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=1)
     late = f"late.dra-harness.io/gpu-{namespace.rsplit('-', 1)[1]}"
@@ -99,40 +100,34 @@ def test_pod_created_before_its_device_class_runs_once_the_class_appears(
     pod = wait_unschedulable(kube, namespace, "early")
     assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {late}") == 1
     class_name = f"{namespace}-late"
-    try:
-        kube.create(
-            b.device_class(
-                class_name, selectors=[f'device.driver == "{driver.driver}"'], extended_resource_name=late
-            )
+    objects.create(
+        b.device_class(
+            class_name, selectors=[f'device.driver == "{driver.driver}"'], extended_resource_name=late
         )
-        wait_phase(kube, namespace, "early", "Running")
-        [claim] = claims_of(kube, namespace, "early")
-        assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == class_name
-    finally:
-        kube.delete(b.resource_api(), "DeviceClass", class_name)
+    )
+    wait_phase(kube, namespace, "early", "Running")
+    [claim] = claims_of(kube, namespace, "early")
+    assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == class_name
 
 
 def test_implicit_name_of_a_class_without_extended_resource_name(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=2)
     class_name = f"{namespace}-plain"
-    try:
-        kube.create(b.device_class(class_name, selectors=[f'device.driver == "{driver.driver}"']))
-        implicit = f"deviceclass.resource.kubernetes.io/{class_name}"
-        kube.create(b.legacy_pod("implicit", namespace, implicit, 2, node_selector=pool.node_selector))
+    objects.create(b.device_class(class_name, selectors=[f'device.driver == "{driver.driver}"']))
+    implicit = f"deviceclass.resource.kubernetes.io/{class_name}"
+    kube.create(b.legacy_pod("implicit", namespace, implicit, 2, node_selector=pool.node_selector))
 
-        wait_phase(kube, namespace, "implicit", "Running")
+    wait_phase(kube, namespace, "implicit", "Running")
 
-        [claim] = claims_of(kube, namespace, "implicit")
-        assert claim["spec"]["devices"]["requests"] == [
-            {
-                "name": "container-0-request-0",
-                "exactly": {"deviceClassName": class_name, "allocationMode": "ExactCount", "count": 2},
-            }
-        ]
-    finally:
-        kube.delete(b.resource_api(), "DeviceClass", class_name)
+    [claim] = claims_of(kube, namespace, "implicit")
+    assert claim["spec"]["devices"]["requests"] == [
+        {
+            "name": "container-0-request-0",
+            "exactly": {"deviceClassName": class_name, "allocationMode": "ExactCount", "count": 2},
+        }
+    ]
 
 
 @pytest.mark.bridged

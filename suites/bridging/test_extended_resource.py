@@ -10,6 +10,7 @@ from harness import builders as b
 from harness.clusters.base import Cell
 from harness.expectations import extended_claim_blocks_owner_deletion
 from harness.kube import Kube
+from harness.objects import Created
 from harness.pods import allocated_devices, claims_of, wait_phase
 from harness.verification import verify
 
@@ -107,46 +108,41 @@ def test_init_and_regular_containers_share_one_claim_with_exact_mappings(
 
 @pytest.mark.bridged
 def test_two_extended_resources_in_one_container_get_one_request_each(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=4)
     other = f"{namespace}-any"
     implicit = f"deviceclass.resource.kubernetes.io/{other}"
-    kube.create(b.device_class(other, selectors=[f'device.driver == "{driver.driver}"']))
-    try:
-        kube.create(
-            b.pod(
-                "two",
-                namespace,
-                node_selector=pool.node_selector,
-                containers=[
-                    b.container(limits={"cpu": "100m", driver.extended_resource: "1", implicit: "2"})
-                ],
-            )
+    objects.create(b.device_class(other, selectors=[f'device.driver == "{driver.driver}"']))
+    kube.create(
+        b.pod(
+            "two",
+            namespace,
+            node_selector=pool.node_selector,
+            containers=[b.container(limits={"cpu": "100m", driver.extended_resource: "1", implicit: "2"})],
         )
+    )
 
-        pod = wait_phase(kube, namespace, "two", "Running")
+    pod = wait_phase(kube, namespace, "two", "Running")
 
-        [claim] = claims_of(kube, namespace, "two")
-        # Sorted request names: cpu, deviceclass.resource.kubernetes.io/..., nvidia.com/gpu.
-        assert [
-            (r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"])
-            for r in claim["spec"]["devices"]["requests"]
-        ] == [
-            ("container-0-request-1", other, 2),
-            ("container-0-request-2", driver.device_class, 1),
-        ]
-        assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
-            {"containerName": "main", "resourceName": implicit, "requestName": "container-0-request-1"},
-            {
-                "containerName": "main",
-                "resourceName": driver.extended_resource,
-                "requestName": "container-0-request-2",
-            },
-        ]
-        assert len({r["device"] for r in allocated_devices(claim)}) == 3
-    finally:
-        kube.delete(b.resource_api(), "DeviceClass", other)
+    [claim] = claims_of(kube, namespace, "two")
+    # Sorted request names: cpu, deviceclass.resource.kubernetes.io/..., nvidia.com/gpu.
+    assert [
+        (r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"])
+        for r in claim["spec"]["devices"]["requests"]
+    ] == [
+        ("container-0-request-1", other, 2),
+        ("container-0-request-2", driver.device_class, 1),
+    ]
+    assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
+        {"containerName": "main", "resourceName": implicit, "requestName": "container-0-request-1"},
+        {
+            "containerName": "main",
+            "resourceName": driver.extended_resource,
+            "requestName": "container-0-request-2",
+        },
+    ]
+    assert len({r["device"] for r in allocated_devices(claim)}) == 3
 
 
 @pytest.mark.bridged

@@ -11,6 +11,7 @@ from fixtures.nodes import MakePool
 from harness import builders as b
 from harness.clusters.nodes import POOL_LABEL
 from harness.kube import Kube
+from harness.objects import Created
 from harness.pods import (
     allocated_devices,
     claims_of,
@@ -48,15 +49,7 @@ def test_legacy_and_claim_pods_share_a_pool_without_exceeding_it(
         b.legacy_pod("legacy", namespace, driver.extended_resource, 2, node_selector=pool.node_selector)
     )
     for name in ("claim-a", "claim-b"):
-        kube.create(
-            b.pod(
-                name,
-                namespace,
-                node_selector=pool.node_selector,
-                containers=[b.container(claims=["gpu"])],
-                claim_templates={"gpu": "by-product"},
-            )
-        )
+        kube.create(b.template_pod(name, namespace, "by-product", node_selector=pool.node_selector))
     for name in ("legacy", "claim-a", "claim-b"):
         wait_phase(kube, namespace, name, "Running")
     kube.create(
@@ -105,38 +98,32 @@ def test_device_plugin_pool_and_dra_pool_serve_the_same_name(
 
 
 def test_gpu_tiers_by_product_get_their_own_extended_resource_names(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
 ) -> None:
     h100 = gpu_pool(nodes=1, gpus=2, profile="h100-80gb-hbm3", suffix="h100")
     l4 = gpu_pool(nodes=1, gpus=2, profile="l4", suffix="l4")
     tag = namespace.rsplit("-", 1)[1]
     tiers = {"h100": (h100, f"tier.dra-harness.io/h100-{tag}"), "l4": (l4, f"tier.dra-harness.io/l4-{tag}")}
-    try:
-        for tier, (pool, resource) in tiers.items():
-            kube.create(
-                b.device_class(
-                    f"{namespace}-{tier}",
-                    extended_resource_name=resource,
-                    selectors=[
-                        f'device.driver == "{driver.driver}"',
-                        _product_selector(driver, pool.product),
-                    ],
-                )
+    for tier, (pool, resource) in tiers.items():
+        objects.create(
+            b.device_class(
+                f"{namespace}-{tier}",
+                extended_resource_name=resource,
+                selectors=[
+                    f'device.driver == "{driver.driver}"',
+                    _product_selector(driver, pool.product),
+                ],
             )
-            # No node selector: the tier alone decides where the pod lands.
-            kube.create(b.pod(f"wants-{tier}", namespace, containers=[b.container(limits={resource: "2"})]))
+        )
+        # No node selector: the tier alone decides where the pod lands.
+        kube.create(b.pod(f"wants-{tier}", namespace, containers=[b.container(limits={resource: "2"})]))
 
-        for tier, (pool, _) in tiers.items():
-            pod = wait_phase(kube, namespace, f"wants-{tier}", "Running")
-            assert pod["spec"]["nodeName"] in pool.nodes
-            [claim] = claims_of(kube, namespace, f"wants-{tier}")
-            assert {r["pool"] for r in allocated_devices(claim)} == {pod["spec"]["nodeName"]}
-            assert (
-                claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == f"{namespace}-{tier}"
-            )
-    finally:
-        for tier in tiers:
-            kube.delete(b.resource_api(), "DeviceClass", f"{namespace}-{tier}")
+    for tier, (pool, _) in tiers.items():
+        pod = wait_phase(kube, namespace, f"wants-{tier}", "Running")
+        assert pod["spec"]["nodeName"] in pool.nodes
+        [claim] = claims_of(kube, namespace, f"wants-{tier}")
+        assert {r["pool"] for r in allocated_devices(claim)} == {pod["spec"]["nodeName"]}
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == f"{namespace}-{tier}"
 
 
 @pytest.mark.bridged

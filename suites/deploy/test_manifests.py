@@ -10,16 +10,19 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from fixtures.requirements import provider_unmet, skip
 from harness import builders as b
 from harness.clusters.base import Cell, Cluster
 from harness.clusters.local import LocalCluster
 from harness.controlplane.build import binary_path
+from harness.objects import Created
 from harness.versions import REPO_ROOT, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 
@@ -42,6 +45,9 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subproces
     )
 
 
+_NO_WAIT = ("--ignore-not-found", "--wait=false")
+
+
 def ok(out: subprocess.CompletedProcess[str]) -> str:
     assert out.returncode == 0, f"{out.args[3:]} failed: {out.stderr}"
     return out.stdout
@@ -57,17 +63,17 @@ def target(
         yield cluster.kubeconfig
         return
     if cluster.provider != "local":
-        pytest.skip(
-            f"{minor.name}: only the session's {cell.minor} cluster on the {cluster.provider} provider"
+        skip(
+            provider_unmet(
+                f"{minor.name}: only the session's {cell.minor} cluster on the {cluster.provider} provider"
+            )
         )
     if not binary_path(minor).exists():
-        pytest.skip(f"{minor.name} is not built here (make controlplane K8S={minor.name})")
+        skip(provider_unmet(f"{minor.name} is not built here (make controlplane K8S={minor.name})"))
     extra = LocalCluster(minor.name, "defaults", run_dir=tmp_path_factory.mktemp(f"deploy-{minor.name}"))
     extra.start()
-    try:
-        yield extra.kubeconfig
-    finally:
-        extra.stop()
+    yield extra.kubeconfig
+    extra.stop()  # pytest runs this after the module's last test, passed or failed
 
 
 def manifest_objects() -> list[dict[str, Any]]:
@@ -113,18 +119,7 @@ def token_kubeconfig(admin: Path, token: str, path: Path) -> Path:
     cfg = yaml.safe_load(admin.read_text())
     ctx = next(c for c in cfg["contexts"] if c["name"] == cfg["current-context"])["context"]
     cluster = next(c for c in cfg["clusters"] if c["name"] == ctx["cluster"])
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [cluster],
-                "users": [{"name": "plugin", "user": {"token": token}}],
-                "contexts": [{"name": "plugin", "context": {"cluster": cluster["name"], "user": "plugin"}}],
-                "current-context": "plugin",
-            }
-        )
-    )
+    path.write_text(yaml.safe_dump(b.token_kubeconfig(cluster["cluster"], token, "plugin")))
     return path
 
 
@@ -137,93 +132,84 @@ def denial(out: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_admission_policy_lets_a_node_plugin_write_only_its_own_node_slices(
-    target: Path, cluster: Cluster, tmp_path: Path
+    target: Path, cluster: Cluster, tmp_path: Path, objects: Created
 ) -> None:
     if cluster.provider == "existing":
-        pytest.skip("creates cluster-scoped objects and Nodes: not on someone else's cluster")
+        skip(provider_unmet("creates cluster-scoped objects and Nodes: not on someone else's cluster"))
     real = [MANIFESTS / f for f in ("00-namespace.yaml", "10-serviceaccounts.yaml", "20-rbac.yaml")]
     real.append(MANIFESTS / "60-admission-policy.yaml")
     suffix = uuid.uuid4().hex[:6]
     node_a, node_b = f"vap-a-{suffix}", f"vap-b-{suffix}"
-    try:
-        for f in real:
-            ok(kubectl(target, "apply", "-f", str(f)))
-        for n in (node_a, node_b):
-            ok(
-                kubectl(
-                    target,
-                    "create",
-                    "-f",
-                    "-",
-                    stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}),
-                )
-            )
-        # The token a pod on node_a gets: bound to the Node, so the API server adds the
-        # authentication.kubernetes.io/node-name extra that the policy reads.
-        token = ok(
+    # Registered before the creates (newest runs first): nodes, then the manifests in reverse.
+    for f in real:
+        objects.defer(f"delete {f.name}", partial(kubectl, target, "delete", "-f", str(f), *_NO_WAIT))
+    for n in (node_b, node_a):
+        objects.defer(f"delete node {n}", partial(kubectl, target, "delete", "node", n, *_NO_WAIT))
+    for f in real:
+        ok(kubectl(target, "apply", "-f", str(f)))
+    for n in (node_a, node_b):
+        ok(
             kubectl(
                 target,
                 "create",
-                "token",
-                PLUGIN_SA,
-                "-n",
-                NAMESPACE,
-                "--bound-object-kind",
-                "Node",
-                "--bound-object-name",
-                node_a,
-                "--duration",
-                "10m",
-            )
-        ).strip()
-        plugin = token_kubeconfig(target, token, tmp_path / "plugin.kubeconfig")
-        who = json.loads(ok(kubectl(plugin, "auth", "whoami", "-o", "json")))["status"]["userInfo"]
-        assert who["username"] == f"system:serviceaccount:{NAMESPACE}:{PLUGIN_SA}"
-        assert who["extra"]["authentication.kubernetes.io/node-name"] == [node_a]
-
-        # The binding takes effect asynchronously: probe with server-side dry runs (admission
-        # runs for them too) until the policy answers, so nothing is written meanwhile.
-        probe = wait_for(
-            lambda: kubectl(
-                plugin, "create", "--dry-run=server", "-f", "-", stdin=slice_doc(f"{node_b}-x", node_b)
-            ),
-            lambda out: out.returncode != 0,
-            timeout=TIMEOUTS.api_object,
-            describe="the admission policy to deny a slice of another node",
-        )
-        other_node = f"this user running on node '{node_a}' may not modify resourceslices on node '{node_b}'"
-        assert denial(probe) == other_node
-
-        assert (
-            denial(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"{node_b}-y", node_b))) == other_node
-        )
-        assert denial(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"all-{suffix}", None))) == (
-            f"this user running on node '{node_a}' may not modify cluster resourceslices"
-        )
-        ok(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"{node_a}-own", node_a)))
-        ok(kubectl(plugin, "delete", "resourceslice", f"{node_a}-own"))
-
-        # A token without a node (not from a pod on a node) may write nothing.
-        unbound = ok(
-            kubectl(target, "create", "token", PLUGIN_SA, "-n", NAMESPACE, "--duration", "10m")
-        ).strip()
-        nowhere = token_kubeconfig(target, unbound, tmp_path / "unbound.kubeconfig")
-        assert denial(kubectl(nowhere, "create", "-f", "-", stdin=slice_doc(f"{node_a}-z", node_a))) == (
-            "no node association found for user, this user must run in a pod on a node and "
-            "ServiceAccountTokenPodNodeInfo must be enabled"
-        )
-        # Only the plugin's identity is confined: the admin may still write any node's slice.
-        ok(
-            kubectl(
-                target, "create", "--dry-run=server", "-f", "-", stdin=slice_doc(f"{node_b}-admin", node_b)
+                "-f",
+                "-",
+                stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}),
             )
         )
-        # Least privilege: the plugin cannot read secrets, even in its own namespace.
-        forbidden = kubectl(plugin, "get", "secrets", "-n", NAMESPACE)
-        assert forbidden.returncode != 0
-        assert "Forbidden" in forbidden.stderr
-    finally:
-        for n in (node_a, node_b):
-            kubectl(target, "delete", "node", n, "--ignore-not-found", "--wait=false")
-        for f in reversed(real):
-            kubectl(target, "delete", "-f", str(f), "--ignore-not-found", "--wait=false")
+    # The token a pod on node_a gets: bound to the Node, so the API server adds the
+    # authentication.kubernetes.io/node-name extra that the policy reads.
+    token = ok(
+        kubectl(
+            target,
+            "create",
+            "token",
+            PLUGIN_SA,
+            "-n",
+            NAMESPACE,
+            "--bound-object-kind",
+            "Node",
+            "--bound-object-name",
+            node_a,
+            "--duration",
+            "10m",
+        )
+    ).strip()
+    plugin = token_kubeconfig(target, token, tmp_path / "plugin.kubeconfig")
+    who = json.loads(ok(kubectl(plugin, "auth", "whoami", "-o", "json")))["status"]["userInfo"]
+    assert who["username"] == f"system:serviceaccount:{NAMESPACE}:{PLUGIN_SA}"
+    assert who["extra"]["authentication.kubernetes.io/node-name"] == [node_a]
+
+    # The binding takes effect asynchronously: probe with server-side dry runs (admission
+    # runs for them too) until the policy answers, so nothing is written meanwhile.
+    probe = wait_for(
+        lambda: kubectl(
+            plugin, "create", "--dry-run=server", "-f", "-", stdin=slice_doc(f"{node_b}-x", node_b)
+        ),
+        lambda out: out.returncode != 0,
+        timeout=TIMEOUTS.api_object,
+        describe="the admission policy to deny a slice of another node",
+    )
+    other_node = f"this user running on node '{node_a}' may not modify resourceslices on node '{node_b}'"
+    assert denial(probe) == other_node
+
+    assert denial(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"{node_b}-y", node_b))) == other_node
+    assert denial(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"all-{suffix}", None))) == (
+        f"this user running on node '{node_a}' may not modify cluster resourceslices"
+    )
+    ok(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"{node_a}-own", node_a)))
+    ok(kubectl(plugin, "delete", "resourceslice", f"{node_a}-own"))
+
+    # A token without a node (not from a pod on a node) may write nothing.
+    unbound = ok(kubectl(target, "create", "token", PLUGIN_SA, "-n", NAMESPACE, "--duration", "10m")).strip()
+    nowhere = token_kubeconfig(target, unbound, tmp_path / "unbound.kubeconfig")
+    assert denial(kubectl(nowhere, "create", "-f", "-", stdin=slice_doc(f"{node_a}-z", node_a))) == (
+        "no node association found for user, this user must run in a pod on a node and "
+        "ServiceAccountTokenPodNodeInfo must be enabled"
+    )
+    # Only the plugin's identity is confined: the admin may still write any node's slice.
+    ok(kubectl(target, "create", "--dry-run=server", "-f", "-", stdin=slice_doc(f"{node_b}-admin", node_b)))
+    # Least privilege: the plugin cannot read secrets, even in its own namespace.
+    forbidden = kubectl(plugin, "get", "secrets", "-n", NAMESPACE)
+    assert forbidden.returncode != 0
+    assert "Forbidden" in forbidden.stderr

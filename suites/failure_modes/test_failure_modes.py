@@ -22,6 +22,7 @@ from harness.detectors import (
     detect_unmapped_legacy_requests,
 )
 from harness.kube import Kube, Obj
+from harness.objects import Created
 from harness.pods import (
     allocated_devices,
     claims_of,
@@ -53,15 +54,7 @@ def test_both_stacks_on_the_same_gpus_over_promise_and_are_detected(
             b.legacy_pod(name, namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
         )
     for name in claimed:  # DRA path: the driver publishes the same 8 GPUs
-        kube.create(
-            b.pod(
-                name,
-                namespace,
-                node_selector=pool.node_selector,
-                containers=[b.container(claims=["gpu"])],
-                claim_templates={"gpu": "one"},
-            )
-        )
+        kube.create(b.template_pod(name, namespace, "one", node_selector=pool.node_selector))
 
     for name in legacy + claimed:
         wait_phase(kube, namespace, name, "Running")
@@ -157,38 +150,35 @@ def test_unchanged_deployment_and_job_run_on_a_migrated_pool(
 
 
 def test_class_without_extended_resource_name_leaves_legacy_pods_pending_until_it_maps(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell, objects: Created
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=2)
     legacy_name = f"legacy.dra-harness.io/gpu-{namespace.rsplit('-', 1)[1]}"
     class_name = f"{namespace}-gpu"
-    kube.create(b.device_class(class_name, selectors=[f'device.driver == "{driver.driver}"']))
-    try:
-        kube.create(b.legacy_pod("legacy", namespace, legacy_name, 1, node_selector=pool.node_selector))
+    objects.create(b.device_class(class_name, selectors=[f'device.driver == "{driver.driver}"']))
+    kube.create(b.legacy_pod("legacy", namespace, legacy_name, 1, node_selector=pool.node_selector))
 
-        pod = wait_unschedulable(kube, namespace, "legacy")
+    pod = wait_unschedulable(kube, namespace, "legacy")
 
-        assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {legacy_name}") == 1
-        [finding] = detect_unmapped_legacy_requests(
-            [pod], kube.list(RESOURCE_API, "DeviceClass"), kube.list("v1", "Node")
-        )
-        assert (finding.check, finding.severity, finding.subject) == (
-            "unmapped-legacy-resource",
-            Severity.BLOCKING,
-            f"pod/{namespace}/legacy",
-        )
-        assert finding.message == f"requests {legacy_name}, which no DeviceClass maps and no node advertises"
-        if not cell.gate("DRAExtendedResource"):
-            return  # the fix below needs the bridge; the bridge-unavailable suite covers this cell
-        kube.patch(RESOURCE_API, "DeviceClass", class_name, {"spec": {"extendedResourceName": legacy_name}})
-        wait_phase(kube, namespace, "legacy", "Running")
-    finally:
-        kube.delete(RESOURCE_API, "DeviceClass", class_name)
+    assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {legacy_name}") == 1
+    [finding] = detect_unmapped_legacy_requests(
+        [pod], kube.list(RESOURCE_API, "DeviceClass"), kube.list("v1", "Node")
+    )
+    assert (finding.check, finding.severity, finding.subject) == (
+        "unmapped-legacy-resource",
+        Severity.BLOCKING,
+        f"pod/{namespace}/legacy",
+    )
+    assert finding.message == f"requests {legacy_name}, which no DeviceClass maps and no node advertises"
+    if not cell.gate("DRAExtendedResource"):
+        return  # the fix below needs the bridge; the bridge-unavailable suite covers this cell
+    kube.patch(RESOURCE_API, "DeviceClass", class_name, {"spec": {"extendedResourceName": legacy_name}})
+    wait_phase(kube, namespace, "legacy", "Running")
 
 
 @pytest.mark.feature_gate("DRAExtendedResource")
 def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=2)
     legacy_name = f"legacy.dra-harness.io/gpu-{namespace.rsplit('-', 1)[1]}"
@@ -196,32 +186,27 @@ def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
     typo = (
         f'device.attributes["{driver.driver}"].productName == "NVIDIA H100"'  # real: "NVIDIA H100 80GB HBM3"
     )
-    kube.create(
+    objects.create(
         b.device_class(
             class_name,
             extended_resource_name=legacy_name,
             selectors=[f'device.driver == "{driver.driver}"', typo],
         )
     )
-    try:
-        kube.create(b.legacy_pod("legacy", namespace, legacy_name, 1, node_selector=pool.node_selector))
+    kube.create(b.legacy_pod("legacy", namespace, legacy_name, 1, node_selector=pool.node_selector))
 
-        pod = wait_unschedulable(kube, namespace, "legacy")
+    pod = wait_unschedulable(kube, namespace, "legacy")
 
-        assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
-        ours = [c for c in kube.list(RESOURCE_API, "DeviceClass") if c["metadata"]["name"] == class_name]
-        slices = [
-            s for s in kube.list(RESOURCE_API, "ResourceSlice") if s["spec"].get("nodeName") in pool.nodes
-        ]
-        [finding] = detect_selectors_matching_nothing(ours, slices)
-        assert (finding.check, finding.severity, finding.subject) == (
-            "selector-matches-nothing",
-            Severity.BLOCKING,
-            f"deviceclass/{class_name}",
-        )
-        assert finding.message == f"its selector matches none of the {len(pool.nodes) * 2} published devices"
-    finally:
-        kube.delete(RESOURCE_API, "DeviceClass", class_name)
+    assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
+    ours = [c for c in kube.list(RESOURCE_API, "DeviceClass") if c["metadata"]["name"] == class_name]
+    slices = [s for s in kube.list(RESOURCE_API, "ResourceSlice") if s["spec"].get("nodeName") in pool.nodes]
+    [finding] = detect_selectors_matching_nothing(ours, slices)
+    assert (finding.check, finding.severity, finding.subject) == (
+        "selector-matches-nothing",
+        Severity.BLOCKING,
+        f"deviceclass/{class_name}",
+    )
+    assert finding.message == f"its selector matches none of the {len(pool.nodes) * 2} published devices"
 
 
 @pytest.mark.feature_gate("DRAExtendedResource")

@@ -12,6 +12,7 @@ from fake_driver.personalities import get_personality
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
 from harness.kube import Kube
+from harness.objects import Created
 from harness.pods import allocated_devices, claims_of, wait_phase
 from harness.waits import TIMEOUTS, wait_for
 from suites.fake_driver.slices import SLICE_API
@@ -68,51 +69,54 @@ def _nvidia_classes(kube: Kube) -> dict[str, str]:
 
 @pytest.mark.serial
 @pytest.mark.feature_gate("DRAExtendedResource")  # asserts the stored extendedResourceName
-def test_installer_refuses_gpu_mode_next_to_the_device_plugin(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+def test_installer_refuses_gpu_mode_next_to_the_device_plugin(
+    kube: Kube, gpu_fleet: MakeGpuFleet, objects: Created
+) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, nodes=2, suffix="p"), classes=False, publish=False)
     _, n2 = fleet.node_names
     legacy.advertise(kube.api_client, fleet.fleet, [n2])
     p = get_personality("nvidia-v25.12")
     # The session's driver fixture may have installed these names already: leave them as found.
     before = _nvidia_classes(kube)
-    try:
-        with pytest.raises(InstallRefusedError) as err:
-            installer.install(kube.api_client, p, fleet=fleet.fleet)
 
-        assert str(err.value) == (
-            f"refusing to install nvidia-v25.12 in GPU mode: nodes advertise nvidia.com/gpu through the "
-            f"device plugin: {n2} (2); the same GPUs would be promised twice. Chart says: "
-            f"{p.device_plugin_guard}"
-        )
-        assert _nvidia_classes(kube) == before  # nothing created, nothing changed
-
-        names = installer.install(kube.api_client, p, fleet=fleet.fleet, gpu_resources_enabled_override=True)
-
-        assert names == NVIDIA_CLASSES
-        gpu = kube.get(SLICE_API, "DeviceClass", "gpu.nvidia.com")
-        assert gpu["spec"]["extendedResourceName"] == GPU
-        again = installer.install(kube.api_client, p, fleet=fleet.fleet, gpu_resources_enabled_override=True)
-        assert again == NVIDIA_CLASSES
-        assert (
-            kube.get(SLICE_API, "DeviceClass", "gpu.nvidia.com")["metadata"]["uid"] == gpu["metadata"]["uid"]
-        )
-    finally:
+    def remove_installed() -> None:
         for name in set(NVIDIA_CLASSES) - set(before):
             kube.delete(SLICE_API, "DeviceClass", name)
+
+    objects.defer("delete the DeviceClasses the installer added", remove_installed)
+    with pytest.raises(InstallRefusedError) as err:
+        installer.install(kube.api_client, p, fleet=fleet.fleet)
+
+    assert str(err.value) == (
+        f"refusing to install nvidia-v25.12 in GPU mode: nodes advertise nvidia.com/gpu through the "
+        f"device plugin: {n2} (2); the same GPUs would be promised twice. Chart says: "
+        f"{p.device_plugin_guard}"
+    )
+    assert _nvidia_classes(kube) == before  # nothing created, nothing changed
+
+    names = installer.install(kube.api_client, p, fleet=fleet.fleet, gpu_resources_enabled_override=True)
+
+    assert names == NVIDIA_CLASSES
+    gpu = kube.get(SLICE_API, "DeviceClass", "gpu.nvidia.com")
+    assert gpu["spec"]["extendedResourceName"] == GPU
+    again = installer.install(kube.api_client, p, fleet=fleet.fleet, gpu_resources_enabled_override=True)
+    assert again == NVIDIA_CLASSES
+    assert kube.get(SLICE_API, "DeviceClass", "gpu.nvidia.com")["metadata"]["uid"] == gpu["metadata"]["uid"]
+    objects.cleanup()  # now, to see the classes it found are left as found
     assert set(_nvidia_classes(kube)) == set(before)
 
 
 @pytest.mark.serial
-def test_example_installer_has_no_device_plugin_guard(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+def test_example_installer_has_no_device_plugin_guard(
+    kube: Kube, gpu_fleet: MakeGpuFleet, objects: Created
+) -> None:
     gpu_fleet(GpuPool(gpus=2, device_plugin=True, suffix="p"), classes=False, publish=False)
     p = get_personality("example-v0.4")
-    try:
-        assert installer.install(kube.api_client, p) == ["gpu.example.com"]
-        assert kube.get(SLICE_API, "DeviceClass", "gpu.example.com")["spec"]["selectors"] == [
-            {"cel": {"expression": "device.driver == 'gpu.example.com'"}}
-        ]
-    finally:
-        installer.uninstall(kube.api_client, p)
+    objects.defer("uninstall example-v0.4", lambda: installer.uninstall(kube.api_client, p))
+    assert installer.install(kube.api_client, p) == ["gpu.example.com"]
+    assert kube.get(SLICE_API, "DeviceClass", "gpu.example.com")["spec"]["selectors"] == [
+        {"cel": {"expression": "device.driver == 'gpu.example.com'"}}
+    ]
 
 
 def test_ledger_catches_the_scheduler_promising_one_gpu_twice(
@@ -131,15 +135,7 @@ def test_ledger_catches_the_scheduler_promising_one_gpu_twice(
             node_selector=fleet.node_selector,
         )
     )
-    kube.create(
-        b.pod(
-            "dra",
-            namespace,
-            containers=[b.container(claims=["gpu"])],
-            claim_templates={"gpu": "one-gpu"},
-            node_selector=fleet.node_selector,
-        )
-    )
+    kube.create(b.template_pod("dra", namespace, "one-gpu", node_selector=fleet.node_selector))
 
     # The scheduler cannot know both stacks count the same two GPUs: both pods run.
     assert wait_phase(kube, namespace, "legacy", "Running")["spec"]["nodeName"] == node

@@ -12,8 +12,9 @@ from fixtures.fake_driver import GpuPool, MakeGpuFleet, fleet_of
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.kube import Kube
+from harness.objects import Created
 from harness.waits import TIMEOUTS, wait_for
-from suites.fake_driver.slices import SLICE_API, device_names, node_slices, pools
+from suites.fake_driver.slices import device_names, node_slices, pools
 
 V04 = GpuPool(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p")
 
@@ -148,20 +149,17 @@ def test_sync_removes_slices_of_a_node_deleted_without_cascade(kube: Kube, gpu_f
 
 
 def test_remove_all_on_stop_leaves_other_nodes_alone(
-    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
+    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, objects: Created
 ) -> None:
     fleet = gpu_fleet(V04, classes=False)
     other = f"{namespace}-elsewhere"
-    kube.create(
+    objects.create(
         b.resource_slice(other, driver="gpu.nvidia.com", node_name=other, devices=[b.device("gpu-0")])
     )
-    try:
-        assert fleet.publisher.remove_all() == 2
+    assert fleet.publisher.remove_all() == 2
 
-        assert [node_slices(kube, n) for n in fleet.node_names] == [[], []]
-        assert [s["metadata"]["name"] for s in node_slices(kube, other)] == [other]
-    finally:
-        kube.delete(SLICE_API, "ResourceSlice", other)
+    assert [node_slices(kube, n) for n in fleet.node_names] == [[], []]
+    assert [s["metadata"]["name"] for s in node_slices(kube, other)] == [other]
 
 
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
@@ -181,7 +179,7 @@ def test_rejected_slice_names_the_field_and_writes_nothing(kube: Kube, gpu_fleet
 @pytest.mark.min_version("1.35")
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
 def test_failed_write_leaves_no_half_published_pool(
-    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
+    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, objects: Created
 ) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, suffix="p"), classes=False, publish=False)
     [node] = fleet.node_names
@@ -189,7 +187,7 @@ def test_failed_write_leaves_no_half_published_pool(
     policy = f"{namespace}-deny-gpu-1"
     expression = "!has(object.spec.devices) || !object.spec.devices.exists(d, d.name == 'gpu-1')"
     admission = "admissionregistration.k8s.io/v1"
-    kube.create(
+    objects.create(
         {
             "apiVersion": admission,
             "kind": "ValidatingAdmissionPolicy",
@@ -211,25 +209,21 @@ def test_failed_write_leaves_no_half_published_pool(
             },
         }
     )
-    try:
-        kube.create(
-            {
-                "apiVersion": admission,
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": {"name": policy},
-                "spec": {"policyName": policy, "validationActions": ["Deny"]},
-            }
-        )
-        _wait_policy_active(kube, node)
-        dynamic = fleet_of([GpuPool(gpus=2, mig="dynamic")], [[node]])
+    objects.create(
+        {
+            "apiVersion": admission,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": policy},
+            "spec": {"policyName": policy, "validationActions": ["Deny"]},
+        }
+    )
+    _wait_policy_active(kube, node)
+    dynamic = fleet_of([GpuPool(gpus=2, mig="dynamic")], [[node]])
 
-        with pytest.raises(PublishError, match="write of gpu-1 failed"):
-            fleet.publisher_for(dynamic, dry_run_first=False).publish_node(node)
+    with pytest.raises(PublishError, match="write of gpu-1 failed"):
+        fleet.publisher_for(dynamic, dry_run_first=False).publish_node(node)
 
-        assert node_slices(kube, node) == []
-    finally:
-        kube.delete(admission, "ValidatingAdmissionPolicyBinding", policy)
-        kube.delete(admission, "ValidatingAdmissionPolicy", policy)
+    assert node_slices(kube, node) == []
 
 
 def _wait_policy_active(kube: Kube, node: str) -> None:
@@ -252,13 +246,17 @@ def _wait_policy_active(kube: Kube, node: str) -> None:
 
 @pytest.mark.parametrize(
     ("gate", "mig"),
-    [("DRAPartitionableDevices", "dynamic")],
+    [
+        pytest.param(
+            "DRAPartitionableDevices",
+            "dynamic",
+            marks=pytest.mark.feature_gate("DRAPartitionableDevices", enabled=False),
+        )
+    ],
 )
 def test_field_dropped_by_a_disabled_gate_is_an_error_naming_the_gate(
     kube: Kube, cell: Cell, gpu_fleet: MakeGpuFleet, gate: str, mig: str
 ) -> None:
-    if cell.gate(gate) is not False:
-        pytest.skip(f"needs feature gate {gate} off (it is on in {cell.minor}/{cell.profile})")
     fleet = gpu_fleet(GpuPool(gpus=1, suffix="p"), classes=False, publish=False)
     [node] = fleet.node_names
     dynamic = fleet_of([GpuPool(gpus=1, mig=mig)], [[node]])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from fixtures.cluster import component_down
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters import health
@@ -51,15 +52,7 @@ def test_scheduler_restarted_with_work_queued(
     templated = ["claim-0", "claim-1"]
 
     def claim_pod(name: str) -> None:
-        kube.create(
-            b.pod(
-                name,
-                namespace,
-                node_selector=pool.node_selector,
-                containers=[b.container(claims=["gpu"])],
-                claim_templates={"gpu": "one-gpu"},
-            )
-        )
+        kube.create(b.template_pod(name, namespace, "one-gpu", node_selector=pool.node_selector))
 
     for name in legacy[:3]:
         kube.create(b.legacy_pod(name, namespace, gpu, 1, node_selector=pool.node_selector))
@@ -69,14 +62,11 @@ def test_scheduler_restarted_with_work_queued(
     }
     claims_before = allocations(kube, namespace)
 
-    local_cluster.stop_component("kube-scheduler")
-    try:
+    with component_down(local_cluster, "kube-scheduler"):
         for name in legacy[3:]:
             kube.create(b.legacy_pod(name, namespace, gpu, 1, node_selector=pool.node_selector))
         claim_pod(templated[1])
         assert [kube.get("v1", "Pod", n, namespace)["spec"].get("nodeName") for n in legacy[3:]] == [None] * 3
-    finally:
-        local_cluster.start_component("kube-scheduler")
 
     pods = [wait_phase(kube, namespace, name, "Running") for name in legacy + templated]
     settled(kube, namespace, legacy + templated, "a kube-scheduler restart")
@@ -129,8 +119,7 @@ def test_claim_left_by_a_killed_scheduler_strands_its_pod(
         timeout=TIMEOUTS.deletion,
         describe="no other namespace with claims or terminating",
     )
-    local_cluster.stop_component("kube-scheduler")
-    try:
+    with component_down(local_cluster, "kube-scheduler"):
         pod = kube.create(b.legacy_pod("stranded", namespace, gpu, 1, node_selector=pool.node_selector))
         leftover = kube.create(
             {
@@ -164,8 +153,6 @@ def test_claim_left_by_a_killed_scheduler_strands_its_pod(
                 ),
             }
         )
-    finally:
-        local_cluster.start_component("kube-scheduler")
 
     stuck = wait_unschedulable(kube, namespace, "stranded")
 
@@ -238,16 +225,13 @@ def test_etcd_stopped_briefly(
     def etcd_check() -> int:
         return health.get(f"{local_cluster.server}/readyz/etcd", ctx, timeout=5.0)[0]
 
-    local_cluster.pause_component("etcd")
-    try:
+    with component_down(local_cluster, "etcd", pause=True):
         wait_for(
             etcd_check,
             lambda status: status != 200,
             timeout=TIMEOUTS.api_object,
             describe="kube-apiserver reporting etcd unready while etcd is stopped",
         )
-    finally:
-        local_cluster.resume_component("etcd")
     wait_for(
         etcd_check,
         lambda status: status == 200,

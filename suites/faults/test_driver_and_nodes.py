@@ -128,12 +128,10 @@ def driver_process(
     proc = DriverProcess(
         fleet_file, local_cluster.kubeconfig, local_cluster.minor.name, tmp_path / "driver.log"
     )
-    try:
-        yield fleet, proc
-    finally:
-        proc.stop()
-        if proc.log.exists():
-            print(f"fake driver log:\n{log_tail(proc.log)}")
+    yield fleet, proc
+    proc.stop()  # teardown: runs whether the test passed or failed
+    if proc.log.exists():
+        print(f"fake driver log:\n{log_tail(proc.log)}")
 
 
 def test_fake_driver_killed_and_restarted(
@@ -201,15 +199,7 @@ def test_node_deleted_under_running_pods(
     for name, node in placements.items():
         selector = {"kubernetes.io/hostname": node}
         if name == "lost-claim":
-            kube.create(
-                b.pod(
-                    name,
-                    namespace,
-                    node_selector=selector,
-                    containers=[b.container(claims=["gpu"])],
-                    claim_templates={"gpu": "one-gpu"},
-                )
-            )
+            kube.create(b.template_pod(name, namespace, "one-gpu", node_selector=selector))
         else:
             kube.create(
                 b.legacy_pod(name, namespace, gpu, 2 if name == "kept" else 1, node_selector=selector)

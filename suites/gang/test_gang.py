@@ -13,6 +13,7 @@ import pytest
 
 from fixtures.fake_driver import FLEET_LABEL, GpuPool, MakeGpuFleet
 from fixtures.nodes import MakePool
+from fixtures.requirements import api_unserved, gate_reason, skip
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.gang import GangApi, gang_api, gang_objects, join_gang, pod_group_kind
@@ -40,12 +41,10 @@ def gang(cell: Cell, kube: Kube) -> GangApi:
     api = gang_api(cell.minor)
     # GangScheduling gates the plugin in 1.35/1.36; 1.37 merged it into GenericWorkload.
     if cell.gate("GangScheduling") is False:
-        pytest.skip(f"needs feature gate GangScheduling, off in {cell.minor}/{cell.profile}")
+        skip(gate_reason(cell, "GangScheduling"))
     status, _ = kube.raw_get(f"/apis/{api.api_version}")
     if status != 200:
-        pytest.skip(
-            f"needs {api.api_version} served (runtime-config), not served in {cell.minor}/{cell.profile}"
-        )
+        skip(api_unserved(cell, api.api_version))
     return api
 
 
@@ -62,13 +61,7 @@ class GpuNodes:
             return b.pod(
                 name, namespace, containers=[b.container(limits={GPU: "2"})], node_selector=self.node_selector
             )
-        return b.pod(
-            name,
-            namespace,
-            containers=[b.container(claims=["gpus"])],
-            claim_templates={"gpus": TEMPLATE},
-            node_selector=self.node_selector,
-        )
+        return b.template_pod(name, namespace, TEMPLATE, claim="gpus", node_selector=self.node_selector)
 
 
 @pytest.fixture(params=["extended", "claim"])

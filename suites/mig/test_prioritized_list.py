@@ -31,15 +31,7 @@ def test_first_available_prefers_3g_and_falls_back_to_1g(
 
     create_claim_pod(kube, namespace, "first", [request], fleet.node_selector)
     wait_phase(kube, namespace, "first", "Running")
-    kube.create(
-        b.pod(
-            "second",
-            namespace,
-            containers=[b.container(claims=["gpu"])],
-            claim_templates={"gpu": "first"},
-            node_selector=fleet.node_selector,
-        )
-    )
+    kube.create(b.template_pod("second", namespace, "first", node_selector=fleet.node_selector))
     wait_phase(kube, namespace, "second", "Running")
 
     assert allocation(kube, namespace, "first") == [("mig/big", node, "gpu-0-mig-3g40gb-9-4")]

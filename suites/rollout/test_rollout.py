@@ -17,6 +17,7 @@ from fake_driver.ledger import Ledger
 from fake_driver.legacy import advertised
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import FLEET_LABEL, GpuFleet, GpuPool, MakeGpuFleet
+from fixtures.requirements import provider_unmet, skip
 from harness import builders as b
 from harness import rollout
 from harness.clusters.base import Cell
@@ -43,7 +44,7 @@ PLUGIN_DS = "nvidia-device-plugin"
 @pytest.fixture(autouse=True)
 def _fake_driver_only(driver: DriverUnderTest) -> None:
     if driver.source != "fake":
-        pytest.skip("the rollout suite installs and removes the driver itself: fake driver only")
+        skip(provider_unmet("the rollout suite installs and removes the driver itself: fake driver only"))
 
 
 def _plugin_daemonset(namespace: str) -> Obj:

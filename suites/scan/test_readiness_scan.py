@@ -16,6 +16,7 @@ from fixtures.namespace import TEST_LABEL
 from fixtures.scan import MakeKubeconfig
 from harness import builders as b
 from harness.kube import Kube
+from harness.objects import Created
 from harness.pods import wait_phase, wait_unschedulable
 from harness.versions import REPO_ROOT
 from harness.waits import TIMEOUTS, wait_for
@@ -89,35 +90,33 @@ def test_staged_failure_modes_are_each_found(
     gpu_pool: MakeGpuPool,
     service_account_kubeconfig: MakeKubeconfig,
     tmp_path: Path,
+    objects: Created,
 ) -> None:
     both = gpu_pool(nodes=1, gpus=2, suffix="both", device_plugin=True)
     dra = gpu_pool(nodes=1, gpus=2, suffix="dra")
     tag = namespace.rsplit("-", 1)[1]
     unmapped = f"legacy.dra-harness.io/unmapped-{tag}"
     typo_class, typo_resource = f"{namespace}-typo", f"legacy.dra-harness.io/typo-{tag}"
-    kube.create(
+    objects.create(
         b.device_class(
             typo_class,
             extended_resource_name=typo_resource,
             selectors=[f'device.attributes["{driver.driver}"].productName == "NVIDIA H100"'],
         )
     )
-    try:
-        kube.create(b.legacy_pod("unmapped", namespace, unmapped, 1, node_selector=dra.node_selector))
-        wait_unschedulable(kube, namespace, "unmapped")
-        _other_tests_gone(kube, namespace)
+    kube.create(b.legacy_pod("unmapped", namespace, unmapped, 1, node_selector=dra.node_selector))
+    wait_unschedulable(kube, namespace, "unmapped")
+    _other_tests_gone(kube, namespace)
 
-        code, output, report = _scan(service_account_kubeconfig(read=True), tmp_path / "scan.json")
+    code, output, report = _scan(service_account_kubeconfig(read=True), tmp_path / "scan.json")
 
-        assert code == 3, output
-        assert output.splitlines()[-1] == "verdict: NOT READY"
-        assert {
-            ("BLOCKING", "double-stack", f"node/{both.nodes[0]}"),
-            ("BLOCKING", "unmapped-legacy-resource", f"pod/{namespace}/unmapped"),
-            ("BLOCKING", "selector-matches-nothing", f"deviceclass/{typo_class}"),
-        } <= _checks(report)
-    finally:
-        kube.delete(b.resource_api(), "DeviceClass", typo_class)
+    assert code == 3, output
+    assert output.splitlines()[-1] == "verdict: NOT READY"
+    assert {
+        ("BLOCKING", "double-stack", f"node/{both.nodes[0]}"),
+        ("BLOCKING", "unmapped-legacy-resource", f"pod/{namespace}/unmapped"),
+        ("BLOCKING", "selector-matches-nothing", f"deviceclass/{typo_class}"),
+    } <= _checks(report)
 
 
 def test_a_user_without_read_access_gets_one_line_and_exit_1(
@@ -135,23 +134,8 @@ def test_a_user_without_read_access_gets_one_line_and_exit_1(
 
 def test_an_unreachable_cluster_gets_one_line_and_exit_1(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "gone.kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "x",
-                "clusters": [
-                    {
-                        "name": "x",
-                        "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True},
-                    }
-                ],
-                "users": [{"name": "x", "user": {"token": "abc"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
-            }
-        )
-    )
+    unreachable = {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}
+    kubeconfig.write_text(yaml.safe_dump(b.token_kubeconfig(unreachable, "abc")))
     code, output, _ = _scan(kubeconfig, tmp_path / "scan.json")
 
     assert code == 1

@@ -7,6 +7,7 @@ from fixtures.nodes import MakePool
 from harness import builders as b
 from harness.clusters.nodes import POOL_LABEL
 from harness.kube import Kube
+from harness.objects import Created
 from harness.pods import allocated_devices, claims_of, wait_phase
 
 DRIVER = "smoke.dra-harness.io"
@@ -23,12 +24,12 @@ def test_pod_is_bound_to_a_simulated_node_and_runs(kube: Kube, namespace: str, n
 
 
 def test_scheduler_allocates_a_device_from_a_resource_slice(
-    kube: Kube, namespace: str, node_pool: MakePool
+    kube: Kube, namespace: str, node_pool: MakePool, objects: Created
 ) -> None:
     pool = node_pool(1)
     node = pool.node_names()[0]
     class_name = f"{namespace}-gpu"
-    kube.create(b.device_class(class_name, selectors=[f'device.driver == "{DRIVER}"']))
+    objects.create(b.device_class(class_name, selectors=[f'device.driver == "{DRIVER}"']))
     kube.create(
         b.resource_slice(
             f"{node}-smoke",
@@ -40,43 +41,31 @@ def test_scheduler_allocates_a_device_from_a_resource_slice(
             ],
         )
     )
-    try:
-        kube.create(
-            b.claim_template(
-                "one-h100",
-                namespace,
-                [
-                    b.exact_request(
-                        "gpu",
-                        class_name,
-                        selectors=[
-                            'device.attributes["smoke.dra-harness.io"].productName.startsWith("NVIDIA H100")'
-                        ],
-                    )
-                ],
-            )
+    kube.create(
+        b.claim_template(
+            "one-h100",
+            namespace,
+            [
+                b.exact_request(
+                    "gpu",
+                    class_name,
+                    selectors=[
+                        'device.attributes["smoke.dra-harness.io"].productName.startsWith("NVIDIA H100")'
+                    ],
+                )
+            ],
         )
-        kube.create(
-            b.pod(
-                "trainer",
-                namespace,
-                containers=[b.container(claims=["gpu"])],
-                claim_templates={"gpu": "one-h100"},
-            )
-        )
+    )
+    kube.create(b.template_pod("trainer", namespace, "one-h100"))
 
-        pod = wait_phase(kube, namespace, "trainer", "Running")
+    pod = wait_phase(kube, namespace, "trainer", "Running")
 
-        [claim] = claims_of(kube, namespace, "trainer")
-        assert allocated_devices(claim) == [
-            {"request": "gpu", "driver": DRIVER, "pool": node, "device": "gpu-0"}
-        ]
-        assert claim["status"]["reservedFor"] == [
-            {"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}
-        ]
-        assert pod["spec"]["nodeName"] == node
-        assert pod["status"]["resourceClaimStatuses"] == [
-            {"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}
-        ]
-    finally:
-        kube.delete(b.resource_api(), "DeviceClass", class_name)
+    [claim] = claims_of(kube, namespace, "trainer")
+    assert allocated_devices(claim) == [{"request": "gpu", "driver": DRIVER, "pool": node, "device": "gpu-0"}]
+    assert claim["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}
+    ]
+    assert pod["spec"]["nodeName"] == node
+    assert pod["status"]["resourceClaimStatuses"] == [
+        {"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}
+    ]
