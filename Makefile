@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale clean
+.PHONY: all venv controlplane nodeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale clean
 
 all: test
 
@@ -25,6 +25,13 @@ venv: $(BIN)/.installed
 controlplane: venv
 	$(BIN)/dra-harness controlplane build $(K8S_FLAG)
 
+# Real nodes (suites/node): runc, CNI plugins, busybox-static, iptables from apt (versions.toml
+# [nodes] apt_packages), then the kubelet of the minor, containerd and the images.
+NODE_APT := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("versions.toml", "rb"))["nodes"]["apt_packages"]))')
+nodeparts: venv
+	@dpkg -s $(NODE_APT) >/dev/null 2>&1 || ($(APT_SUDO) apt-get update && $(APT_SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y $(NODE_APT))
+	$(BIN)/dra-harness controlplane build $(K8S_FLAG) --nodes
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -38,7 +45,7 @@ e2e: controlplane
 	$(BIN)/pytest suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The README's test command: lint, the harness's own tests, then the suites on the local cluster.
-test: lint controlplane
+test: lint controlplane nodeparts
 	$(BIN)/pytest tests suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The main job: the suites on the default cell, reports in reports/out/<run-id>/.

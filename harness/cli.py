@@ -2,6 +2,7 @@
 
     dra-harness versions                       the matrix in versions.toml
     dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
+        [--nodes]                              ... and the real nodes' kubelet, containerd, images
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
     dra-harness run [PATH...] [-- ARGS]        the main job: suites on the default cell, reports
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
@@ -46,6 +47,11 @@ def cmd_controlplane_build(args: argparse.Namespace) -> int:
     names = list(matrix.minors) if args.k8s_version == "all" else [args.k8s_version or matrix.default_minor]
     for name in names:
         print(ensure_controlplane(matrix.minor(name)))
+        if args.nodes:
+            from harness.controlplane.nodeparts import build_node_parts
+
+            parts = build_node_parts(matrix.minor(name), matrix)
+            print(f"{parts.kubelet}\n{parts.containerd_dir}\n{parts.pause_archive}\n{parts.busybox_archive}")
     print(ensure_kwok(matrix))
     return 0
 
@@ -209,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build = cp.add_parser("build", help="build the control plane for a minor (or 'all')")
     build.add_argument("-k", "--k8s-version", type=nonempty)
+    build.add_argument(
+        "--nodes", action="store_true", help="also the real nodes' parts: kubelet, containerd, images"
+    )
     build.set_defaults(func=cmd_controlplane_build)
 
     cl = sub.add_parser("cluster", help="a long-lived local cluster").add_subparsers(

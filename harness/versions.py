@@ -60,6 +60,18 @@ class Minor:
 
 
 @dataclass(frozen=True)
+class NodeParts:
+    """What a real node of the local provider runs besides the kubelet ([nodes])."""
+
+    containerd_module: str = "github.com/containerd/containerd/v2"
+    containerd_version: str = "v2.4.2"
+    containerd_tags: str = "no_btrfs urfave_cli_no_docs"
+    apt_packages: tuple[str, ...] = ()
+    cni_bin_dir: str = "/usr/lib/cni"
+    busybox: str = "/bin/busybox"
+
+
+@dataclass(frozen=True)
 class Matrix:
     default_minor: str
     default_profile: str
@@ -69,6 +81,7 @@ class Matrix:
     kwok_version: str
     minors: dict[str, Minor]
     default_cells: tuple[str, ...] = ()  # <minor>/<personality>/<profile>, for `make matrix`
+    nodes: NodeParts = NodeParts()
 
     def minor(self, name: str) -> Minor:
         name = name.removeprefix("v")
@@ -133,6 +146,25 @@ def _minor(name: str, data: Any, source: str) -> Minor:
     )
 
 
+def _nodes(data: dict[str, Any], source: str) -> NodeParts:
+    nodes = data.get("nodes")
+    if nodes is None:
+        return NodeParts()
+    if not isinstance(nodes, dict):
+        raise VersionsError(f"{source}: [nodes] must be a table")
+    packages = nodes.get("apt_packages", [])
+    if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
+        raise VersionsError(f"{source}: [nodes] apt_packages must be a list of package names")
+    return NodeParts(
+        containerd_module=_str(nodes, "containerd_module", "nodes"),
+        containerd_version=_str(nodes, "containerd_version", "nodes"),
+        containerd_tags=_str(nodes, "containerd_tags", "nodes", optional=True),
+        apt_packages=tuple(packages),
+        cni_bin_dir=_str(nodes, "cni_bin_dir", "nodes"),
+        busybox=_str(nodes, "busybox", "nodes"),
+    )
+
+
 def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
     try:
         data = tomllib.loads(text)
@@ -157,6 +189,7 @@ def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
         kwok_version=_str(kwok, "version", f"{source}: [kwok]"),
         minors=minors,
         default_cells=tuple(cells),
+        nodes=_nodes(data, source),
     )
     try:
         default = matrix.minor(matrix.default_minor)
