@@ -10,4 +10,5 @@ pytest_plugins = [
     "fixtures.reporting",
     "fixtures.redaction",
     "fixtures.scan",
+    "fixtures.realnodes",
 ]

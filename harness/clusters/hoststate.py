@@ -35,6 +35,8 @@ from harness.waits import wait_for
 STATE_ROOT = Path("/run/dra-harness/realnodes")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_HIERARCHIES = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "systemd")
+# The kubelet also mirrors its cgroups into the hybrid layout's v2 tree.
+ALL_HIERARCHIES = (*V1_HIERARCHIES, "unified")
 # What the kubelet's setupKernelTunables and the CNI bridge plugin write.
 SYSCTLS = (
     "vm/overcommit_memory",
@@ -141,7 +143,7 @@ def make_cgroup(path: str) -> None:
 
 def cgroup_procs(path: str) -> list[int]:
     pids: set[int] = set()
-    for h in V1_HIERARCHIES:
+    for h in ALL_HIERARCHIES:
         top = CGROUP_ROOT / h / path.strip("/")
         for procs in top.rglob("cgroup.procs") if top.is_dir() else ():
             with contextlib.suppress(OSError):
@@ -166,7 +168,7 @@ def remove_cgroup(path: str) -> None:
         describe=f"no process left in cgroup {path}",
         interval=0.1,
     )
-    for h in V1_HIERARCHIES:
+    for h in ALL_HIERARCHIES:
         top = CGROUP_ROOT / h / path.strip("/")
         if not top.is_dir():
             continue

@@ -35,6 +35,7 @@ from harness.clusters.kwok import kwok_config
 from harness.clusters.pki import ClusterPKI, generate_pki
 from harness.clusters.ports import free_port
 from harness.clusters.processes import ManagedProcess, install_signal_teardown
+from harness.clusters.realnodes import RealNodes, RealPool, real_node_apiserver_flags, real_node_parts
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.controlplane.gates import KnownGate, enabled_gates, known_gates, validate_profile
 from harness.errors import ComponentFailed
@@ -71,6 +72,7 @@ class LocalCluster:
         client_qps: int | None = None,
         simulate_pods: bool = True,
         component_flags: Mapping[str, Sequence[str]] | None = None,
+        real_pools: Sequence[RealPool] = (),
     ):
         """`client_qps`: QPS and burst of the scheduler's and controller-manager's API clients;
         None keeps the upstream defaults (scheduler 50/100, controller-manager 20/30).
@@ -78,7 +80,8 @@ class LocalCluster:
         do not hide the cost being measured.
         `simulate_pods=False`: kwok keeps the nodes alive but runs no pods, so bound pods
         cost only the scheduler's writes (benchmarks, as upstream scheduler_perf).
-        `component_flags`: extra flags per component name, appended last so they win."""
+        `component_flags`: extra flags per component name, appended last so they win.
+        `real_pools`: nodes with a real kubelet and containerd (harness.clusters.realnodes)."""
         self.matrix = matrix or load_matrix()
         self.client_qps = client_qps
         self.simulate_pods = simulate_pods
@@ -94,6 +97,8 @@ class LocalCluster:
         self._pki: ClusterPKI | None = None
         self._binary: Path | None = None
         self._kwok: Path | None = None
+        self.real_pools = list(real_pools)
+        self.real: RealNodes | None = None
 
     # -- public surface -------------------------------------------------------------
 
@@ -136,6 +141,13 @@ class LocalCluster:
         self._kwok = ensure_kwok(self.matrix)
         self.known_gates = known_gates(self._binary)
         validate_profile(self.minor, self.profile, self.known_gates)
+        if self.real_pools:  # before anything starts: a missing part is one line, nothing to undo
+            self.real = RealNodes(
+                self.real_pools,
+                real_node_parts(self.matrix, self.minor, self.real_pools),
+                self.run_dir,
+                self.profile.gates,
+            )
         try:
             self._start_all()
         except BaseException:
@@ -145,6 +157,8 @@ class LocalCluster:
         return self
 
     def stop(self) -> None:
+        if self.real is not None:  # kubelets first: they talk to the API server until they go
+            self.real.stop()
         for name in reversed(list(self.components)):
             self.components[name].stop()
         self.components.clear()
@@ -241,6 +255,8 @@ class LocalCluster:
             self._launch(name)
         for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
             self._wait_ready(name)
+        if self.real is not None:
+            self.real.start(self.server, pki, self.kubeconfig, self.minor.name)
         self.start_seconds = time.monotonic() - started
 
     def _start_component(self, name: str) -> None:
@@ -353,6 +369,7 @@ class LocalCluster:
                 "--endpoint-reconciler-type=none",  # there is no real network behind 10.0.0.1
                 f"--cert-dir={run / 'apiserver-certs'}",
                 *([f"--runtime-config={runtime}"] if runtime else []),
+                *(real_node_apiserver_flags(pki) if self.real_pools else []),
                 *self._gate_flags(),
             ]
         common = [

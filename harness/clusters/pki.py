@@ -213,3 +213,15 @@ def generate_pki(directory: Path) -> ClusterPKI:
         etcd_peer=etcd_peer,
         etcd_client=etcd_client,
     )
+
+
+def node_client(directory: Path, ca: CertPair, node: str) -> CertPair:
+    """A kubelet's client certificate (system:node:<name> in system:nodes: the Node authorizer's
+    identity), signed by the cluster CA read back from `ca`."""
+    ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    directory.mkdir(parents=True, exist_ok=True)
+    return _leaf(
+        directory, "kubelet-client", ca_key, ca_cert.subject, _name(f"system:node:{node}", "system:nodes")
+    )

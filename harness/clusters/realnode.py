@@ -1,0 +1,227 @@
+"""One real node: a mount namespace of its own (held by a `sleep` under `unshare`), its own
+containerd and kubelet entered into it with `nsenter`, and the fake driver's kubelet plugin
+(and device plugin) as host processes. Every process starts in the node's tracking cgroup, so
+teardown finds the containerd shims too (they leave containerd's process group by design:
+containerd core/runtime/v2/shim.go starts them in a session of their own).
+
+The namespace exists for the paths the kubelet hard-codes (/var/lib/kubelet/device-plugins,
+which every kubelet wipes at start; /var/log/containers) and for the mounts the kubelet and
+containerd make: they vanish with the namespace instead of outliving the node on the host.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.clusters.hoststate import CGROUP_ROOT, make_cgroup
+from harness.clusters.kubeconfig import write_kubeconfig
+from harness.clusters.nodeconfig import NodeLayout, cni_config, containerd_config, kubelet_config
+from harness.clusters.pki import CertPair, node_client
+from harness.clusters.processes import ManagedProcess, log_tail
+from harness.controlplane.nodeparts import NodeBinaries
+from harness.errors import ComponentFailed
+from harness.waits import TIMEOUTS, wait_for
+
+SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+COMPONENTS = ("namespace", "containerd", "kubelet", "kubelet-plugin", "device-plugin")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    layout: NodeLayout
+    labels: Mapping[str, str]
+    fleet_file: Path
+    device_plugin: bool
+    gates: Mapping[str, bool]
+
+
+class NodeFailed(ComponentFailed):
+    """A node that did not come up: names the node, the component and its last log lines."""
+
+
+class RealNode:
+    def __init__(
+        self, spec: NodeSpec, parts: NodeBinaries, server: str, ca: CertPair, admin_kubeconfig: Path
+    ):
+        self.spec = spec
+        self.layout = spec.layout
+        self.parts = parts
+        self.server = server
+        self.ca = ca
+        self.admin_kubeconfig = admin_kubeconfig
+        self.components: dict[str, ManagedProcess] = {}
+
+    @property
+    def name(self) -> str:
+        return self.layout.name
+
+    @property
+    def tracking_cgroup(self) -> str:
+        return f"{self.layout.cgroup}-sys"
+
+    def log_path(self, component: str) -> Path:
+        return self.layout.log_dir / f"{component}.log"
+
+    # -- start ------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Directories, cgroups, certificates and configuration files; nothing runs yet."""
+        n = self.layout
+        for d in (
+            n.root,
+            n.state,
+            n.cdi_dir,
+            n.log_dir,
+            n.kubelet_root,
+            n.root / "cni-conf",
+            *n.binds().values(),
+        ):
+            d.mkdir(parents=True, exist_ok=True)
+        make_cgroup(n.cgroup)
+        make_cgroup(self.tracking_cgroup)
+        client = node_client(n.root / "pki", self.ca, n.name)
+        write_kubeconfig(
+            n.root / "kubelet.kubeconfig", self.server, self.ca.cert, f"system:node:{n.name}", client
+        )
+        config = containerd_config(n, self.parts.runc, self.parts.cni_bin_dir, self.parts.pause_ref)
+        (n.root / "containerd.toml").write_text(config)
+        (n.root / "cni-conf" / "10-dra-harness.conflist").write_text(cni_config(n))
+        (n.root / "kubelet.yaml").write_text(kubelet_config(n, self.ca.cert, self.spec.gates))
+
+    def start_namespace(self) -> None:
+        binds = " && ".join(
+            f"mount --bind {shlex.quote(str(src))} {dst}" for dst, src in self.layout.binds().items()
+        )
+        inner = f"{binds} && exec sleep infinity"
+        self._launch("namespace", ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", inner])
+        marker = next(iter(self.layout.binds()))
+        proc = self.components["namespace"]
+
+        def mounted() -> bool:
+            proc.check_running()
+            return f" {marker} " in Path(f"/proc/{proc.pid}/mountinfo").read_text()
+
+        self._wait("namespace", mounted, "its bind mounts in place")
+
+    def start_containerd(self) -> None:
+        config = self.layout.root / "containerd.toml"
+        self._launch(
+            "containerd",
+            [*self._nsenter(), str(self.parts.containerd_dir / "containerd"), "--config", str(config)],
+        )
+        self._wait("containerd", lambda: self._ctr("version") is not None, "answering on its socket")
+        for archive in (self.parts.pause_archive, self.parts.busybox_archive):
+            if self._ctr("-n", "k8s.io", "images", "import", str(archive)) is None:
+                raise self._failed("containerd", f"cannot import {archive.name}")
+
+    def start_kubelet(self) -> None:
+        n = self.layout
+        labels = ",".join(f"{k}={v}" for k, v in self.spec.labels.items())
+        argv = [
+            *self._nsenter(),
+            str(self.parts.kubelet),
+            f"--config={n.root / 'kubelet.yaml'}",
+            f"--kubeconfig={n.root / 'kubelet.kubeconfig'}",
+            f"--root-dir={n.kubelet_root}",
+            f"--cert-dir={n.root / 'kubelet-pki'}",  # default: /var/lib/kubelet/pki, on the host
+            f"--hostname-override={n.name}",
+            f"--node-ip={n.ip}",
+            f"--node-labels={labels}",
+            "--v=2",
+        ]
+        self._launch("kubelet", argv)
+
+    def start_plugins(self) -> None:
+        """The fake driver's kubelet plugin (publishes the node's slices, serves Prepare) and,
+        for device-plugin pools, its device plugin: host processes beside the kubelet."""
+        n, py = self.layout, sys.executable
+        self._launch(
+            "kubelet-plugin",
+            [
+                *[py, "-m", "fake_driver.kubeletplugin", f"--node-name={n.name}"],
+                *[f"--fleet={self.spec.fleet_file}", f"--kubeconfig={self.admin_kubeconfig}"],
+                *[
+                    f"--registry-dir={n.kubelet_root / 'plugins_registry'}",
+                    f"--plugins-dir={n.kubelet_root / 'plugins'}",
+                ],
+                f"--cdi-root={n.cdi_dir}",
+            ],
+        )
+        if self.spec.device_plugin:
+            argv = [
+                py,
+                "-m",
+                "fake_driver.deviceplugin",
+                f"--node-name={n.name}",
+                f"--fleet={self.spec.fleet_file}",
+            ]
+            self._launch(
+                "device-plugin", [*argv, "--no-api", f"--plugin-dir={n.device_plugins}", "--recheck=0.5"]
+            )
+
+    def restart(self, component: str) -> None:
+        self.stop_component(component)
+        {"kubelet": self.start_kubelet, "containerd": self.start_containerd}.get(
+            component, self.start_plugins
+        )()
+
+    def stop_component(self, component: str) -> None:
+        proc = self.components.pop(component, None)
+        if proc is not None:
+            proc.stop()
+
+    def stop(self) -> None:
+        """Processes in reverse start order; the cgroups (and what is left in them: shims,
+        containers) go with the cluster's host slot."""
+        for name in reversed(list(self.components)):
+            self.components.pop(name).stop(grace=5.0)
+
+    def check_running(self) -> None:
+        for name, proc in self.components.items():
+            if not proc.running():
+                raise self._failed(name, f"exited with code {proc._proc.returncode if proc._proc else '?'}")
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _nsenter(self) -> list[str]:
+        return ["nsenter", f"--mount=/proc/{self.components['namespace'].pid}/ns/mnt", "--"]
+
+    def _launch(self, component: str, argv: Sequence[str]) -> None:
+        procs = CGROUP_ROOT / "pids" / self.tracking_cgroup.strip("/") / "cgroup.procs"
+        # Join the tracking cgroup before exec, so every descendant is found at teardown.
+        wrapped = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *argv]
+        # containerd's own shim first: Debian's would be found otherwise.
+        path = [self.parts.containerd_dir, self.parts.runc.parent, *SYSTEM_PATH]
+        env = {"PATH": ":".join(map(str, path)), "HOME": "/root", "LANG": "C.UTF-8"}
+        proc = ManagedProcess(f"{self.name}/{component}", wrapped, self.log_path(component), env=env)
+        self.components[component] = proc
+        proc.start()
+
+    def _ctr(self, *args: str) -> str | None:
+        import subprocess
+
+        ctr = [str(self.parts.containerd_dir / "ctr"), f"--address={self.layout.containerd_socket}", *args]
+        done = subprocess.run(ctr, capture_output=True, text=True, timeout=60, check=False)
+        return done.stdout if done.returncode == 0 else None
+
+    def _wait(self, component: str, ready: object, what: str) -> None:
+        assert callable(ready)
+        try:
+            wait_for(
+                ready,
+                timeout=TIMEOUTS.component_ready,
+                describe=f"{self.name}/{component} {what}",
+                interval=0.1,
+            )
+        except Exception as err:
+            raise self._failed(component, str(err).splitlines()[0]) from None
+
+    def _failed(self, component: str, why: str) -> NodeFailed:
+        log = self.log_path(component)
+        return NodeFailed(
+            f"node {self.name}: {component} did not come up ({why}); last lines of {log}:\n{log_tail(log)}"
+        )

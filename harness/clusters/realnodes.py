@@ -1,0 +1,190 @@
+"""Real node pools of a LocalCluster: the host slot they share, their bridge and addresses,
+their nodes started side by side, and a teardown that leaves the host as it was.
+
+    LocalCluster(real_pools=[RealPool("real", count=2, gpus=2)])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.clusters import hoststate
+from harness.clusters.nodeconfig import NodeLayout
+from harness.clusters.nodes import POOL_LABEL, node_ready
+from harness.clusters.pki import ClusterPKI
+from harness.clusters.realnode import NodeSpec, RealNode
+from harness.controlplane.nodeparts import NodeBinaries, node_parts
+from harness.errors import HarnessError
+from harness.kube import Kube
+from harness.versions import Matrix, Minor
+from harness.waits import TIMEOUTS, wait_for
+
+MAX_NODES = 8
+REAL_LABEL = "dra-harness.io/real-node"
+
+
+@dataclass(frozen=True)
+class RealPool:
+    """`count` real nodes named `<name>-<i>`, labelled like kwok pools (POOL_LABEL) plus
+    `labels`; the fake driver serves `gpus` GPUs of `profile` on each (fake_driver fleet)."""
+
+    name: str = "real"
+    count: int = 1
+    minor: str | None = None  # default: the cluster's minor (a node may be older)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    profile: str = "h100-80gb-hbm3"
+    gpus: int = 2
+    personality: str = "nvidia-v25.12"
+    device_plugin: bool = False
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+    def fleet_pool(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "nodes": self.node_names(),
+            "profile": self.profile,
+            "gpus": self.gpus,
+            "personality": self.personality,
+            "device_plugin": self.device_plugin,
+        }
+
+
+def layout(slot: hoststate.Slot, run_dir: Path, name: str, index: int) -> NodeLayout:
+    return NodeLayout(
+        name=name,
+        index=index,
+        root=run_dir / "nodes" / name,
+        state=slot.state_dir / str(index),
+        cgroup=f"{slot.cgroup}/{name}",
+        ip=f"10.250.{slot.index}.{10 + index}",
+        pod_subnet=f"10.{240 + index}.{slot.index}.0/24",
+        cni_bridge=f"{slot.link_prefix}n{index}",
+    )
+
+
+class RealNodes:
+    """Every real node of one cluster."""
+
+    def __init__(
+        self,
+        pools: Sequence[RealPool],
+        parts: Mapping[str, NodeBinaries],
+        run_dir: Path,
+        gates: Mapping[str, bool],
+    ):
+        if sum(p.count for p in pools) > MAX_NODES:
+            raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
+        self.pools = list(pools)
+        self.parts = dict(parts)
+        self.run_dir = run_dir
+        self.gates = dict(gates)
+        self.slot: hoststate.Slot | None = None
+        self.nodes: dict[str, RealNode] = {}
+        self.ready_seconds: float = 0.0
+
+    def node(self, name: str) -> RealNode:
+        return self.nodes[name]
+
+    def start(self, server: str, pki: ClusterPKI, admin_kubeconfig: Path, default_minor: str) -> None:
+        started = time.monotonic()
+        self.slot = slot = hoststate.claim()
+        bridge = f"{slot.link_prefix}x"
+        hoststate.ip("link", "add", bridge, "type", "bridge")
+        hoststate.ip("link", "set", bridge, "up")
+        fleet_file = self.run_dir / "real-fleet.yaml"
+        fleet_file.write_text(yaml.safe_dump({"pools": [p.fleet_pool() for p in self.pools]}))
+        index = 0
+        for pool in self.pools:
+            for name in pool.node_names():
+                spec = NodeSpec(
+                    layout(slot, self.run_dir, name, index),
+                    {POOL_LABEL: pool.name, REAL_LABEL: "true", "type": "real", **pool.labels},
+                    fleet_file,
+                    pool.device_plugin,
+                    self.gates,
+                )
+                parts = self.parts[pool.minor or default_minor]
+                self.nodes[name] = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)
+                hoststate.ip("addr", "add", f"{spec.layout.ip}/32", "dev", bridge)
+                index += 1
+        # Side by side, step by step: the slow steps (containerd, kubelet start) overlap.
+        for step in ("prepare", "start_namespace", "start_containerd", "start_kubelet"):
+            for node in self.nodes.values():
+                getattr(node, step)()
+        self._wait_registered(admin_kubeconfig)
+        for node in self.nodes.values():
+            node.start_plugins()
+        self.wait_ready(admin_kubeconfig)
+        self.ready_seconds = time.monotonic() - started
+
+    def _wait_registered(self, kubeconfig: Path) -> None:
+        kube = Kube.from_kubeconfig(kubeconfig)
+        try:
+            wait_for(
+                lambda: self._observe(kube, lambda n: True),
+                lambda seen: len(seen) == len(self.nodes),
+                timeout=TIMEOUTS.node_ready,
+                describe=f"real nodes {sorted(self.nodes)} registered",
+            )
+        finally:
+            kube.close()
+
+    def wait_ready(self, kubeconfig: Path) -> None:
+        kube = Kube.from_kubeconfig(kubeconfig)
+        try:
+            wait_for(
+                lambda: self._observe(kube, node_ready),
+                lambda seen: len(seen) == len(self.nodes) and all(seen.values()),
+                timeout=TIMEOUTS.node_ready,
+                describe=f"real nodes {sorted(self.nodes)} Ready",
+            )
+        finally:
+            kube.close()
+
+    def _observe(self, kube: Kube, check: Any) -> dict[str, bool]:
+        for node in self.nodes.values():
+            node.check_running()
+        nodes = kube.list("v1", "Node", label_selector=f"{REAL_LABEL}=true")
+        return {n["metadata"]["name"]: bool(check(n)) for n in nodes if n["metadata"]["name"] in self.nodes}
+
+    def stop(self) -> None:
+        for node in reversed(list(self.nodes.values())):
+            node.stop()
+        if self.slot is not None:
+            hoststate.release(self.slot)
+            self.slot = None
+
+    def pids(self) -> dict[str, int]:
+        return {
+            f"{name}/{c}": proc.pid
+            for name, node in self.nodes.items()
+            for c, proc in node.components.items()
+            if proc.running()
+        }
+
+
+def real_node_parts(matrix: Matrix, minor: Minor, pools: Sequence[RealPool]) -> dict[str, NodeBinaries]:
+    """The built parts per minor the pools ask for; one line naming what is missing first."""
+    why = hoststate.missing_requirement()
+    if why is not None:
+        raise HarnessError(why)
+    minors = {p.minor or minor.name for p in pools}
+    return {m: node_parts(matrix.minor(m), matrix) for m in sorted(minors)}
+
+
+def real_node_apiserver_flags(pki: ClusterPKI) -> list[str]:
+    """Logs, exec and metrics reach a kubelet by its InternalIP (there is no DNS for node
+    names), as a client the kubelet's webhook authorizer lets in."""
+    return [
+        "--kubelet-preferred-address-types=InternalIP",
+        f"--kubelet-client-certificate={pki.admin.cert}",
+        f"--kubelet-client-key={pki.admin.key}",
+    ]

@@ -1,0 +1,102 @@
+"""DRA through a real kubelet: the kubelet calls the fake driver's kubelet plugin
+(NodePrepareResources / NodeUnprepareResources), containerd applies the CDI spec it wrote, and
+the container sees exactly the devices the scheduler allocated (test/e2e_node/dra_test.go
+checks the same path upstream)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from fake_driver.kubeletplugin.cdi import spec_path
+from fake_driver.profiles import gpu_uuid
+from fixtures.realnodes import RealNodes
+from harness import builders as b
+from harness.nodepods import container_env, device_env, dra_calls, env_pod
+from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.waits import TIMEOUTS, wait_for
+
+pytestmark = [pytest.mark.real_node]
+DRIVER = "gpu.nvidia.com"
+PREPARE, UNPREPARE = ("NodePrepareResources", "OK"), ("NodeUnprepareResources", "OK")
+
+
+@pytest.fixture
+def gpu_class(real_nodes: RealNodes, real_namespace: str) -> Iterator[str]:
+    name = f"{real_namespace}-gpu"
+    real_nodes.kube.create(b.device_class(name, selectors=[f'device.driver == "{DRIVER}"']))
+    yield name
+    real_nodes.kube.delete(b.resource_api(), "DeviceClass", name)
+
+
+def expected_env(node: str, devices: list[str], claim: str) -> dict[str, str]:
+    uuids = {d: gpu_uuid(node, int(d.removeprefix("gpu-"))) for d in devices}
+    env = {f"DRA_DEVICE_{d.upper().replace('-', '_')}": u for d, u in uuids.items()}
+    return env | {"NVIDIA_VISIBLE_DEVICES": ",".join(uuids.values()), "DRA_CLAIM": claim}
+
+
+def test_claim_template_pod_sees_exactly_its_devices_and_is_unprepared_after(
+    real_nodes: RealNodes, real_namespace: str, gpu_class: str
+) -> None:
+    kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node("dra")
+    kube.create(b.claim_template("two", ns, [b.exact_request("gpu", gpu_class, count=2)]))
+    before = dra_calls(kube, node)
+    kube.create(env_pod("p", ns, real_nodes.image, node, claim_templates={"gpu": "two"}))
+
+    wait_phase(kube, ns, "p", "Running")
+
+    [claim] = claims_of(kube, ns, "p")
+    devices = sorted(r["device"] for r in allocated_devices(claim))
+    assert len(devices) == 2
+    name = claim["metadata"]["name"]
+    assert device_env(container_env(kube, ns, "p")) == expected_env(node, devices, f"{ns}/{name}")
+    spec = spec_path(real_nodes.cdi_dir(node), DRIVER, claim["metadata"]["uid"])
+    assert spec.exists()
+    after = dra_calls(kube, node)
+    assert after.get(PREPARE, 0) - before.get(PREPARE, 0) == 1
+    assert after.get(UNPREPARE, 0) == before.get(UNPREPARE, 0)
+
+    kube.delete("v1", "Pod", "p", ns)
+    wait_for(
+        lambda: dra_calls(kube, node).get(UNPREPARE, 0) - before.get(UNPREPARE, 0),
+        lambda n: n == 1,
+        timeout=TIMEOUTS.deletion,
+        describe=f"one NodeUnprepareResources on {node}",
+    )
+    assert not spec.exists()
+
+
+@pytest.mark.feature_gate("DRAExtendedResource")
+def test_bridged_legacy_gpu_pod_sees_the_allocated_gpu(real_nodes: RealNodes, real_namespace: str) -> None:
+    kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node("dra")
+    cls = f"{ns}-bridge"
+    selectors = [f'device.driver == "{DRIVER}"']
+    kube.create(b.device_class(cls, selectors=selectors, extended_resource_name="nvidia.com/gpu"))
+    try:
+        kube.create(env_pod("legacy", ns, real_nodes.image, node, limits={"nvidia.com/gpu": "1"}))
+        wait_phase(kube, ns, "legacy", "Running")
+        [claim] = claims_of(kube, ns, "legacy")
+        [device] = [r["device"] for r in allocated_devices(claim)]
+        env = device_env(container_env(kube, ns, "legacy"))
+    finally:
+        kube.delete(b.resource_api(), "DeviceClass", cls)
+    assert env == expected_env(node, [device], f"{ns}/{claim['metadata']['name']}")
+
+
+def test_device_plugin_and_dra_driver_hand_the_same_gpu_to_two_containers(
+    real_nodes: RealNodes, real_namespace: str, gpu_class: str
+) -> None:
+    """The double stack on one node: both stacks own the node's single GPU, neither knows the
+    other, so the legacy pod and the claim pod run on the same GPU UUID."""
+    kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node("ds")
+    kube.create(env_pod("legacy", ns, real_nodes.image, node, limits={"nvidia.com/gpu": "1"}))
+    kube.create(b.claim_template("one", ns, [b.exact_request("gpu", gpu_class)]))
+    kube.create(env_pod("dra", ns, real_nodes.image, node, claim_templates={"gpu": "one"}))
+
+    for pod in ("legacy", "dra"):
+        wait_phase(kube, ns, pod, "Running")
+
+    the_gpu = gpu_uuid(node, 0)
+    assert device_env(container_env(kube, ns, "legacy")) == {"NVIDIA_VISIBLE_DEVICES": the_gpu}
+    assert container_env(kube, ns, "dra")["NVIDIA_VISIBLE_DEVICES"] == the_gpu
