@@ -307,3 +307,34 @@ def reap_stale() -> list[Slot]:
     """Give back the slots of owners that died without teardown (SIGKILL)."""
     with _locked():
         return _reap_unlocked()
+
+
+def _our_processes() -> list[str]:
+    """Processes of any real node: in one of our cgroups (containers) or naming our paths;
+    not zombies (dead, holding nothing, until their reaper gets to them)."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        with contextlib.suppress(OSError):
+            cgroups = Path(f"/proc/{pid}/cgroup").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            dead = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+            if not dead and ("/dra-harness-c" in cgroups or str(STATE_ROOT) in cmdline):
+                found.append(f"{pid} {cmdline.strip()}")
+    return found
+
+
+def snapshot() -> dict[str, object]:
+    """Everything real nodes may leave on the host, for before/after comparisons."""
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    return {
+        "processes": _our_processes(),
+        "mounts": [m for m in mounts if "dra-harness" in m or "kubelet" in m or "/cni" in m],
+        "cgroups": sorted(str(p) for h in ALL_HIERARCHIES for p in (CGROUP_ROOT / h).glob("dra-harness-*")),
+        "links": links("drah"),
+        "chains": {
+            k: sorted(c for c in v if c.startswith(CHAIN_PREFIXES)) for k, v in iptables_chains().items()
+        },
+        "sysctls": sysctl_values(),
+        "mountpoints": {m: Path(m).exists() for m in MOUNTPOINTS},
+        "slots": sorted(p.name for p in STATE_ROOT.glob("c*")) if STATE_ROOT.exists() else [],
+    }
