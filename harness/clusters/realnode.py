@@ -37,6 +37,7 @@ class NodeSpec:
     fleet_file: Path
     device_plugin: bool
     gates: Mapping[str, bool]
+    driver: str  # the kubelet plugin's driver name
 
 
 class NodeFailed(ComponentFailed):
@@ -137,37 +138,47 @@ class RealNode:
 
     def start_plugins(self) -> None:
         """The fake driver's kubelet plugin (publishes the node's slices, serves Prepare) and,
-        for device-plugin pools, its device plugin: host processes beside the kubelet."""
+        for device-plugin pools, its device plugin: host processes beside the kubelet. Returns
+        once the kubelet has registered each (its log, its node's allocatable)."""
+        self.start_component("kubelet-plugin")
+        if self.spec.device_plugin:
+            self.start_component("device-plugin")
+
+    def start_component(self, component: str) -> None:
+        """Start one component (after stop_component): a restart as upstream e2e_node does it."""
         n, py = self.layout, sys.executable
-        self._launch(
-            "kubelet-plugin",
-            [
-                *[py, "-m", "fake_driver.kubeletplugin", f"--node-name={n.name}"],
-                *[f"--fleet={self.spec.fleet_file}", f"--kubeconfig={self.admin_kubeconfig}"],
-                *[
+        since = self._log_size("kubelet")
+        if component == "kubelet-plugin":
+            self._launch(
+                component,
+                [
+                    *[py, "-m", "fake_driver.kubeletplugin", f"--node-name={n.name}"],
+                    *[f"--fleet={self.spec.fleet_file}", f"--kubeconfig={self.admin_kubeconfig}"],
                     f"--registry-dir={n.kubelet_root / 'plugins_registry'}",
                     f"--plugins-dir={n.kubelet_root / 'plugins'}",
+                    f"--cdi-root={n.cdi_dir}",
                 ],
-                f"--cdi-root={n.cdi_dir}",
-            ],
-        )
-        if self.spec.device_plugin:
-            argv = [
-                py,
-                "-m",
-                "fake_driver.deviceplugin",
-                f"--node-name={n.name}",
-                f"--fleet={self.spec.fleet_file}",
-            ]
-            self._launch(
-                "device-plugin", [*argv, "--no-api", f"--plugin-dir={n.device_plugins}", "--recheck=0.5"]
             )
+            # pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go logs this once it can call the plugin.
+            line = f'"Connection changed" logger="DRA registration handler" driverName="{self.spec.driver}"'
+            self._wait(
+                component, lambda: self._logged("kubelet", since, line, "connected=true"), "registered"
+            )
+        elif component == "device-plugin":
+            argv = [py, "-m", "fake_driver.deviceplugin", f"--node-name={n.name}"]
+            argv += [f"--fleet={self.spec.fleet_file}", "--no-api", f"--plugin-dir={n.device_plugins}"]
+            self._launch(component, [*argv, "--recheck=0.5"])
+            # pkg/kubelet/cm/devicemanager/plugin/v1beta1/client.go, once ListAndWatch answered.
+            line = '"State pushed for device plugin" resource="nvidia.com/gpu"'
+            self._wait(component, lambda: self._logged("kubelet", since, line, ""), "registered")
+        elif component == "kubelet":
+            self.start_kubelet()
+        else:
+            self.start_containerd()
 
     def restart(self, component: str) -> None:
         self.stop_component(component)
-        {"kubelet": self.start_kubelet, "containerd": self.start_containerd}.get(
-            component, self.start_plugins
-        )()
+        self.start_component(component)
 
     def stop_component(self, component: str) -> None:
         proc = self.components.pop(component, None)
@@ -186,6 +197,17 @@ class RealNode:
                 raise self._failed(name, f"exited with code {proc._proc.returncode if proc._proc else '?'}")
 
     # -- helpers ----------------------------------------------------------------------
+
+    def _log_size(self, component: str) -> int:
+        path = self.log_path(component)
+        return path.stat().st_size if path.exists() else 0
+
+    def _logged(self, component: str, since: int, line: str, also: str) -> bool:
+        self.check_running()
+        with self.log_path(component).open("rb") as f:
+            f.seek(since)
+            text = f.read().decode("utf-8", "replace")
+        return any(line in row and also in row for row in text.splitlines())
 
     def _nsenter(self) -> list[str]:
         return ["nsenter", f"--mount=/proc/{self.components['namespace'].pid}/ns/mnt", "--"]

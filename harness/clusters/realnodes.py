@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from fake_driver.personalities import get_personality
 from harness.clusters import hoststate
 from harness.clusters.nodeconfig import NodeLayout
 from harness.clusters.nodes import POOL_LABEL, node_ready
@@ -110,6 +111,7 @@ class RealNodes:
                     fleet_file,
                     pool.device_plugin,
                     self.gates,
+                    get_personality(pool.personality).driver,
                 )
                 parts = self.parts[pool.minor or default_minor]
                 self.nodes[name] = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)

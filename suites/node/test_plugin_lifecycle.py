@@ -1,0 +1,84 @@
+"""The fake driver's kubelet plugin restarted under a real kubelet, as upstream's e2e_node
+DRA tests do (test/e2e_node/dra_test.go: "must keep pod running when plugin is restarted",
+"must run pod if NodePrepareResources ... after plugin restart")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from fake_driver.kubeletplugin.cdi import spec_path
+from fixtures.realnodes import RealNodes
+from harness import builders as b
+from harness.clusters.realnode import RealNode
+from harness.nodepods import container_env, device_env, dra_calls, env_pod
+from harness.pods import claims_of, phase, wait_phase
+from harness.waits import TIMEOUTS, assert_stays, wait_for
+
+pytestmark = [pytest.mark.real_node]
+DRIVER = "gpu.nvidia.com"
+UNPREPARE = ("NodeUnprepareResources", "OK")
+
+
+def node_of(real_nodes: RealNodes, pool: str) -> RealNode:
+    assert real_nodes.cluster.real is not None
+    return real_nodes.cluster.real.node(real_nodes.node(pool))
+
+
+@pytest.fixture
+def one_gpu(real_nodes: RealNodes, real_namespace: str) -> Iterator[str]:
+    cls = f"{real_namespace}-gpu"
+    real_nodes.kube.create(b.device_class(cls, selectors=[f'device.driver == "{DRIVER}"']))
+    real_nodes.kube.create(b.claim_template("one", real_namespace, [b.exact_request("gpu", cls)]))
+    yield "one"
+    real_nodes.kube.delete(b.resource_api(), "DeviceClass", cls)
+
+
+def test_plugin_restart_re_registers_and_the_running_pod_keeps_its_device(
+    real_nodes: RealNodes, real_namespace: str, one_gpu: str
+) -> None:
+    kube, ns, node = real_nodes.kube, real_namespace, node_of(real_nodes, "dra")
+    kube.create(env_pod("p", ns, real_nodes.image, node.name, claim_templates={"gpu": one_gpu}))
+    running = wait_phase(kube, ns, "p", "Running")
+    env = device_env(container_env(kube, ns, "p"))
+    [claim] = claims_of(kube, ns, "p")
+    spec = spec_path(node.layout.cdi_dir, DRIVER, claim["metadata"]["uid"])
+
+    node.restart("kubelet-plugin")  # returns once the kubelet logged the new registration
+
+    pod = kube.get("v1", "Pod", "p", ns)
+    assert phase(pod) == "Running"
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert pod["status"]["startTime"] == running["status"]["startTime"]
+    assert device_env(container_env(kube, ns, "p")) == env
+    assert spec.exists()
+    before = dra_calls(kube, node.name).get(UNPREPARE, 0)
+    kube.delete("v1", "Pod", "p", ns)
+    wait_for(
+        lambda: dra_calls(kube, node.name).get(UNPREPARE, 0) - before,
+        lambda n: n == 1,
+        timeout=TIMEOUTS.deletion,
+        describe=f"the restarted plugin unprepared the claim on {node.name}",
+    )
+    assert not spec.exists()
+
+
+def test_a_pod_created_while_the_plugin_is_down_starts_once_it_registers(
+    real_nodes: RealNodes, real_namespace: str, one_gpu: str
+) -> None:
+    kube, ns, node = real_nodes.kube, real_namespace, node_of(real_nodes, "dra")
+    node.stop_component("kubelet-plugin")
+    try:
+        kube.create(env_pod("p", ns, real_nodes.image, node.name, claim_templates={"gpu": one_gpu}))
+        assert_stays(
+            lambda: phase(kube.get("v1", "Pod", "p", ns)),
+            lambda p: p == "Pending",
+            duration=5.0,
+            describe="the pod waits for the driver's plugin",
+        )
+    finally:
+        node.start_component("kubelet-plugin")
+
+    wait_phase(kube, ns, "p", "Running")
+    assert device_env(container_env(kube, ns, "p"))["DRA_CLAIM"].startswith(f"{ns}/p-gpu-")
