@@ -4,6 +4,7 @@
     dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
         [--nodes]                              ... and the real nodes' kubelet, containerd, images
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
+        [--real-nodes N]                       ... with N real nodes (kubelet, containerd, fake driver)
     dra-harness run [PATH...] [-- ARGS]        the main job: suites on the default cell, reports
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
@@ -67,7 +68,11 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     if named.running(args.name) is None:
         ensure_controlplane(minor)  # build in the foreground, where progress is visible
         ensure_kwok(matrix)
-    record, already = named.up(args.name, minor, profile, explicit=explicit)
+    if args.real_nodes:
+        from harness.clusters.realnodes import RealPool, real_node_parts
+
+        real_node_parts(matrix, minor, [RealPool(count=args.real_nodes)])  # one line if not built
+    record, already = named.up(args.name, minor, profile, explicit=explicit, real_nodes=args.real_nodes)
     how = "is already running" if already else "is ready"
     print(
         f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
@@ -229,6 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
         if action == "up":
             p.add_argument("-k", "--k8s-version", type=nonempty)
             p.add_argument("-g", "--gates", type=nonempty)
+            p.add_argument(
+                "--real-nodes",
+                type=int,
+                default=0,
+                choices=range(9),
+                metavar="N",
+                help="N real nodes (kubelet + containerd, make nodeparts), besides kwok pools",
+            )
         p.set_defaults(func=func)
 
     scan = sub.add_parser("scan", help="read-only readiness scan of a live cluster (exit 0/2/3, 1 on error)")

@@ -146,7 +146,9 @@ def running(name: str) -> ClusterRecord | None:
     return record if record is not None and record.supervisor.alive() else None
 
 
-def up(name: str, minor: Minor, profile: GateProfile, *, explicit: bool) -> tuple[ClusterRecord, bool]:
+def up(
+    name: str, minor: Minor, profile: GateProfile, *, explicit: bool, real_nodes: int = 0
+) -> tuple[ClusterRecord, bool]:
     """Start the named cluster, or attach to the one starting or running under that name.
     Returns (record once ready, whether it was already there). `explicit`: the caller named a
     version or profile, so a running cluster of another one is an error, not a match.
@@ -160,7 +162,7 @@ def up(name: str, minor: Minor, profile: GateProfile, *, explicit: bool) -> tupl
                 _refuse_other_cell(record, minor, profile, explicit)
             else:
                 _clear_stale(directory, record)
-                spawned, record = _spawn(directory, name, minor, profile)
+                spawned, record = _spawn(directory, name, minor, profile, real_nodes)
         return _await_ready(directory, record, spawned), spawned is None
     except BaseException:
         if spawned is not None:
@@ -206,10 +208,11 @@ def _clear_stale(directory: Path, record: ClusterRecord | None) -> None:
 
 
 def _spawn(
-    directory: Path, name: str, minor: Minor, profile: GateProfile
+    directory: Path, name: str, minor: Minor, profile: GateProfile, real_nodes: int = 0
 ) -> tuple[subprocess.Popen[bytes], ClusterRecord]:
     argv = [sys.executable, "-m", "harness.clusters.supervisor", "--state-dir", str(directory)]
     argv += ["--k8s-version", minor.name, "--gates", profile.name, "--owner-pid", str(os.getpid())]
+    argv += [f"--real-nodes={real_nodes}"] if real_nodes else []
     with (directory / LOG).open("wb") as log:
         proc = subprocess.Popen(
             argv,

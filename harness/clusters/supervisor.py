@@ -25,6 +25,7 @@ from harness.clusters.identity import ProcessIdentity
 from harness.clusters.local import LocalCluster
 from harness.clusters.named import ACKNOWLEDGE, ClusterRecord, write_record
 from harness.clusters.processes import exit_code, install_signal_teardown
+from harness.clusters.realnodes import RealPool
 from harness.errors import HarnessError
 
 _PR_SET_PDEATHSIG = 1
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k8s-version", required=True)
     parser.add_argument("--gates", required=True)
     parser.add_argument("--owner-pid", type=int, required=True)
+    parser.add_argument("--real-nodes", type=int, default=0)
     args = parser.parse_args(argv)
     _die_with_owner(signal.SIGTERM)
     # Ignored until it is waited for (a blocked mask now would be inherited by every component;
@@ -64,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     if os.getppid() != args.owner_pid:  # the owner died before PDEATHSIG was armed
         print("error: the `cluster up` that started this supervisor is gone", file=sys.stderr)
         return 1
-    cluster = LocalCluster(args.k8s_version, args.gates, run_dir=args.state_dir, keep_run_dir=True)
+    pools = [RealPool("real", count=args.real_nodes)] if args.real_nodes else []
+    cluster = LocalCluster(
+        args.k8s_version, args.gates, run_dir=args.state_dir, keep_run_dir=True, real_pools=pools
+    )
     try:
         cluster.start()
         signal.pthread_sigmask(signal.SIG_BLOCK, {*_STOP, ACKNOWLEDGE})  # from here: sigwait
