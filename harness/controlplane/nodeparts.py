@@ -114,7 +114,12 @@ def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
         digest = _kubelet_digest(minor)
         if _fresh(binary, digest):
             return binary
-        modflag = f"-modfile={mod.relative_to(CONTROLPLANE_DIR)}"
+        # A copy of the modfile: the kubelet needs go.sum lines k8slocal does not, and the
+        # repo's .sum must stay as k8slocal's inputs hash (and other checkouts) know it.
+        own = binary.with_name("kubelet.mod")
+        shutil.copyfile(mod, own)
+        shutil.copyfile(mod.with_suffix(".sum"), own.with_suffix(".sum"))
+        modflag = f"-modfile={own}"
         progress(f"building kubelet {minor.kubernetes} into {binary} (cold: ~5 min, warm: ~1 min)")
         deps = subprocess.run(
             ["go", "list", modflag, "-deps", KUBELET_PACKAGE],

@@ -1,0 +1,67 @@
+"""The real nodes' parts: images written as docker archives (what `ctr images import`
+reads), and a pool asking for a kubelet that is not built gets one line saying how to build it."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from harness.clusters import hoststate
+from harness.clusters.local import LocalCluster
+from harness.clusters.realnodes import RealPool
+from harness.controlplane import images
+from harness.controlplane.nodeparts import kubelet_built
+from harness.errors import HarnessError
+from harness.versions import load_matrix
+
+
+def test_an_image_archive_names_its_layer_by_digest_and_its_tag(tmp_path: Path) -> None:
+    binary = tmp_path / "pause"
+    binary.write_bytes(b"\x7fELF fake")
+    out = images.pause_image(tmp_path / "pause.tar", "dra-harness.local/pause:3.10.2", binary)
+
+    with tarfile.open(out) as tar:
+        names = sorted(tar.getnames())
+        [manifest] = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        config_bytes = tar.extractfile(manifest["Config"]).read()  # type: ignore[union-attr]
+        layer = tar.extractfile("layer.tar").read()  # type: ignore[union-attr]
+    config = json.loads(config_bytes)
+    assert names == sorted([manifest["Config"], "layer.tar", "manifest.json"])
+    assert manifest["RepoTags"] == ["dra-harness.local/pause:3.10.2"]
+    assert manifest["Config"] == hashlib.sha256(config_bytes).hexdigest() + ".json"
+    assert config["rootfs"] == {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()]}
+    assert config["config"]["Entrypoint"] == ["/pause"]
+    with tarfile.open(fileobj=io.BytesIO(layer)) as inner:
+        [member] = inner.getmembers()
+    assert (member.name, member.mode, member.mtime, member.uid) == ("pause", 0o755, 0, 0)
+
+
+def test_the_same_inputs_give_the_same_archive(tmp_path: Path) -> None:
+    binary = tmp_path / "pause"
+    binary.write_bytes(b"same")
+    first = images.pause_image(tmp_path / "a.tar", "x/pause:1", binary).read_bytes()
+    assert images.pause_image(tmp_path / "b.tar", "x/pause:1", binary).read_bytes() == first
+
+
+def test_a_pool_of_a_minor_whose_kubelet_is_not_built_is_one_line() -> None:
+    why = hoststate.missing_requirement()
+    if why:
+        pytest.skip(why)
+    matrix = load_matrix()
+    unbuilt = [m for m in matrix.minors.values() if kubelet_built(m) is None]
+    if not unbuilt:
+        pytest.skip("every minor's kubelet is built here")
+    minor = unbuilt[0]
+    cluster = LocalCluster(real_pools=[RealPool(minor=minor.name)])
+    with pytest.raises(HarnessError) as err:
+        cluster.start()
+    assert str(err.value) == (
+        f"the kubelet {minor.kubernetes} is not built: run "
+        f"`dra-harness controlplane build -k {minor.name} --nodes` (or `make nodeparts K8S={minor.name}`)"
+    )
+    assert cluster.components == {}
