@@ -191,8 +191,14 @@ def _build_controlplane(minor: Minor, binary: Path, progress: Progress) -> None:
     mod = modfile_path(minor)
     modflag = f"-modfile={mod.relative_to(CONTROLPLANE_DIR)}"
     progress(f"building k8slocal {minor.kubernetes} into {binary} (a cold build takes many minutes)")
+    go_build(modflag, MAIN_PACKAGE, binary, ldflags(minor), f"k8slocal {minor.kubernetes}", progress)
+
+
+def go_build(modflag: str, package: str, binary: Path, flags: str, label: str, progress: Progress) -> None:
+    """`go build` one package of a minor's modules into `binary` (replaced atomically), with
+    progress counted against the package's dependencies."""
     deps = subprocess.run(
-        ["go", "list", modflag, "-deps", MAIN_PACKAGE],
+        ["go", "list", modflag, "-deps", package],
         cwd=CONTROLPLANE_DIR,
         env=_go_env(),
         capture_output=True,
@@ -200,26 +206,11 @@ def _build_controlplane(minor: Minor, binary: Path, progress: Progress) -> None:
         check=False,
     )
     if deps.returncode != 0:
-        raise HarnessError(
-            f"cannot resolve the modules of Kubernetes {minor.kubernetes}:\n{deps.stderr.strip()}"
-        )
-    tmp = _temp_path(binary.parent, "k8slocal.")
-    cmd = [
-        "go",
-        "build",
-        modflag,
-        "-trimpath",
-        "-v",
-        "-ldflags",
-        ldflags(minor),
-        "-o",
-        str(tmp),
-        MAIN_PACKAGE,
-    ]
+        raise HarnessError(f"cannot resolve the modules of {label}:\n{deps.stderr.strip()[-2000:]}")
+    tmp = _temp_path(binary.parent, binary.name + ".")
+    cmd = ["go", "build", modflag, "-trimpath", "-v", "-ldflags", flags, "-o", str(tmp), package]
     try:
-        _run_with_progress(
-            cmd, len(deps.stdout.split()), f"k8slocal {minor.kubernetes}", CONTROLPLANE_DIR, progress
-        )
+        _run_with_progress(cmd, len(deps.stdout.split()), label, CONTROLPLANE_DIR, progress)
         tmp.replace(binary)
     finally:
         tmp.unlink(missing_ok=True)

@@ -10,25 +10,22 @@ recorded input hash changes, one build at a time per part (a file lock), with pr
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.controlplane import images
 from harness.controlplane.build import (
-    CONTROLPLANE_DIR,
     Progress,
     _go_env,
-    _run_with_progress,
     _stderr,
+    build_lock,
     cache_root,
     check_go,
+    go_build,
     go_version,
     ldflags,
     modfile_path,
@@ -53,15 +50,6 @@ class NodeBinaries:
     busybox_ref: str
     runc: Path
     cni_bin_dir: Path
-
-
-@contextlib.contextmanager
-def build_lock(target: Path) -> Iterator[None]:
-    """One builder per part: a second `make` or pytest waits here, then finds it built."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with (target.parent / f".{target.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 def _digest(*parts: bytes | str) -> str:
@@ -110,7 +98,7 @@ def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
     mod = modfile_path(minor)
     check_go(mod, f"the kubelet {minor.kubernetes}")
     binary = kubelet_path(minor)
-    with build_lock(binary):
+    with build_lock(binary, f"kubelet {minor.kubernetes}", progress):
         digest = _kubelet_digest(minor)
         if _fresh(binary, digest):
             return binary
@@ -119,28 +107,15 @@ def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
         own = binary.with_name("kubelet.mod")
         shutil.copyfile(mod, own)
         shutil.copyfile(mod.with_suffix(".sum"), own.with_suffix(".sum"))
-        modflag = f"-modfile={own}"
         progress(f"building kubelet {minor.kubernetes} into {binary} (cold: ~5 min, warm: ~1 min)")
-        deps = subprocess.run(
-            ["go", "list", modflag, "-deps", KUBELET_PACKAGE],
-            cwd=CONTROLPLANE_DIR,
-            env=_go_env(),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if deps.returncode != 0:
-            raise HarnessError(f"cannot resolve the kubelet's packages:\n{deps.stderr.strip()[-2000:]}")
-        tmp = binary.with_name("kubelet.tmp")
-        cmd = ["go", "build", modflag, "-trimpath", "-v", "-ldflags", ldflags(minor), "-o", str(tmp)]
-        _run_with_progress(
-            [*cmd, KUBELET_PACKAGE],
-            len(deps.stdout.split()),
+        go_build(
+            f"-modfile={own}",
+            KUBELET_PACKAGE,
+            binary,
+            ldflags(minor),
             f"kubelet {minor.kubernetes}",
-            CONTROLPLANE_DIR,
             progress,
         )
-        tmp.replace(binary)
         _stamp(binary, digest)
     return binary
 
@@ -168,7 +143,7 @@ def ensure_containerd(matrix: Matrix, progress: Progress = _stderr) -> Path:
     """`go install` containerd, its runc shim and ctr at the pinned version (CGO off)."""
     directory = containerd_dir(matrix)
     n = matrix.nodes
-    with build_lock(directory / "containerd"):
+    with build_lock(directory / "containerd", f"containerd {n.containerd_version}", progress):
         digest = _containerd_digest(matrix)
         if _fresh(directory / "containerd", digest):
             return directory
@@ -206,7 +181,7 @@ def ensure_pause(minor: Minor, progress: Progress = _stderr) -> tuple[Path, str]
     tag = pause_tag(minor)
     ref = f"{IMAGE_REGISTRY}/pause:{tag}"
     archive = images_dir() / f"pause-{tag}.tar"
-    with build_lock(archive):
+    with build_lock(archive, f"the pause image {tag}", progress):
         if archive.exists():
             return archive, ref
         gcc = shutil.which("gcc")
@@ -234,7 +209,7 @@ def ensure_busybox(matrix: Matrix) -> tuple[Path, str]:
     version = hashlib.sha256(busybox.read_bytes()).hexdigest()[:12]
     ref = f"{IMAGE_REGISTRY}/busybox:{version}"
     archive = images_dir() / f"busybox-{version}.tar"
-    with build_lock(archive):
+    with build_lock(archive, "the busybox image", _stderr):
         if not archive.exists():
             images.busybox_image(archive, ref, busybox)
     return archive, ref
