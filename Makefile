@@ -28,9 +28,12 @@ controlplane: venv
 # Real nodes (suites/node): runc, CNI plugins, busybox-static, iptables from apt (versions.toml
 # [nodes] apt_packages), then the kubelet of the minor, containerd and the images.
 NODE_APT := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("versions.toml", "rb"))["nodes"]["apt_packages"]))')
+# The node suites also run one node of the oldest minor (kubelet skew): its kubelet only.
+OLDEST_MINOR := $(shell $(PYTHON) -c 'import tomllib; print(min(tomllib.load(open("versions.toml", "rb"))["minors"], key=lambda m: [int(p) for p in m.split(".")]))')
 nodeparts: venv
 	@dpkg -s $(NODE_APT) >/dev/null 2>&1 || ($(APT_SUDO) apt-get update && $(APT_SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y $(NODE_APT))
 	$(BIN)/dra-harness controlplane build $(K8S_FLAG) --nodes
+	$(BIN)/dra-harness controlplane build -k $(OLDEST_MINOR) --nodes-only
 
 lint: venv
 	$(BIN)/ruff check .

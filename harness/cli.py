@@ -47,13 +47,15 @@ def cmd_controlplane_build(args: argparse.Namespace) -> int:
     matrix = load_matrix()
     names = list(matrix.minors) if args.k8s_version == "all" else [args.k8s_version or matrix.default_minor]
     for name in names:
-        print(ensure_controlplane(matrix.minor(name)))
-        if args.nodes:
+        if not args.nodes_only:
+            print(ensure_controlplane(matrix.minor(name)))
+        if args.nodes or args.nodes_only:
             from harness.controlplane.nodeparts import build_node_parts
 
             parts = build_node_parts(matrix.minor(name), matrix)
             print(f"{parts.kubelet}\n{parts.containerd_dir}\n{parts.pause_archive}\n{parts.busybox_archive}")
-    print(ensure_kwok(matrix))
+    if not args.nodes_only:
+        print(ensure_kwok(matrix))
     return 0
 
 
@@ -222,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("-k", "--k8s-version", type=nonempty)
     build.add_argument(
         "--nodes", action="store_true", help="also the real nodes' parts: kubelet, containerd, images"
+    )
+    build.add_argument(
+        "--nodes-only", action="store_true", help="only the real nodes' parts (an older node's kubelet)"
     )
     build.set_defaults(func=cmd_controlplane_build)
 

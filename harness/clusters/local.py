@@ -142,12 +142,10 @@ class LocalCluster:
         self.known_gates = known_gates(self._binary)
         validate_profile(self.minor, self.profile, self.known_gates)
         if self.real_pools:  # before anything starts: a missing part is one line, nothing to undo
-            self.real = RealNodes(
-                self.real_pools,
-                real_node_parts(self.matrix, self.minor, self.real_pools),
-                self.run_dir,
-                self.profile.gates,
-            )
+            parts = real_node_parts(self.matrix, self.minor, self.real_pools)
+            # Each kubelet gets its own minor's gate profile: an older one refuses newer gates.
+            gates = {m: self.matrix.minor(m).profile(self.profile.name).gates for m in parts}
+            self.real = RealNodes(self.real_pools, parts, self.run_dir, gates)
         try:
             self._start_all()
         except BaseException:

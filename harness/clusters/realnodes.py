@@ -79,14 +79,14 @@ class RealNodes:
         pools: Sequence[RealPool],
         parts: Mapping[str, NodeBinaries],
         run_dir: Path,
-        gates: Mapping[str, bool],
+        gates: Mapping[str, Mapping[str, bool]],  # per minor
     ):
         if sum(p.count for p in pools) > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
         self.pools = list(pools)
         self.parts = dict(parts)
         self.run_dir = run_dir
-        self.gates = dict(gates)
+        self.gates = {m: dict(g) for m, g in gates.items()}
         self.slot: hoststate.Slot | None = None
         self.nodes: dict[str, RealNode] = {}
         self.ready_seconds: float = 0.0
@@ -110,7 +110,7 @@ class RealNodes:
                     {POOL_LABEL: pool.name, REAL_LABEL: "true", "type": "real", **pool.labels},
                     fleet_file,
                     pool.device_plugin,
-                    self.gates,
+                    self.gates[pool.minor or default_minor],
                     get_personality(pool.personality).driver,
                 )
                 parts = self.parts[pool.minor or default_minor]

@@ -11,8 +11,9 @@ import pytest
 
 from fake_driver.kubeletplugin.cdi import spec_path
 from fake_driver.profiles import gpu_uuid
-from fixtures.realnodes import RealNodes
+from fixtures.realnodes import OLD_POOL, RealNodes, oldest_minor
 from harness import builders as b
+from harness.detectors import detect_double_stack
 from harness.nodepods import container_env, device_env, dra_calls, env_pod
 from harness.pods import allocated_devices, claims_of, wait_phase
 from harness.waits import TIMEOUTS, wait_for
@@ -100,3 +101,34 @@ def test_device_plugin_and_dra_driver_hand_the_same_gpu_to_two_containers(
     the_gpu = gpu_uuid(node, 0)
     assert device_env(container_env(kube, ns, "legacy")) == {"NVIDIA_VISIBLE_DEVICES": the_gpu}
     assert container_env(kube, ns, "dra")["NVIDIA_VISIBLE_DEVICES"] == the_gpu
+    # The detector names the node from what the kubelet and the plugin published.
+    findings = detect_double_stack(
+        [kube.get("v1", "Node", node)],
+        kube.list(b.resource_api(), "ResourceSlice"),
+        [],
+        "nvidia.com/gpu",
+        [DRIVER],
+    )
+    assert [(f.check, f.subject) for f in findings] == [("double-stack", f"node/{node}")]
+
+
+def test_a_kubelet_of_the_oldest_minor_prepares_the_claim_too(
+    real_nodes: RealNodes, real_namespace: str, gpu_class: str
+) -> None:
+    oldest = oldest_minor()
+    if not real_nodes.has_pool(OLD_POOL):
+        pytest.skip(
+            f"no node of {oldest.name}: the cell is {oldest.name}, or `make nodeparts` has not built it"
+        )
+    kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node(OLD_POOL)
+    assert kube.get("v1", "Node", node)["status"]["nodeInfo"]["kubeletVersion"] == oldest.kubernetes
+    kube.create(b.claim_template("one", ns, [b.exact_request("gpu", gpu_class)]))
+    kube.create(env_pod("p", ns, real_nodes.image, node, claim_templates={"gpu": "one"}))
+
+    wait_phase(kube, ns, "p", "Running")
+
+    [claim] = claims_of(kube, ns, "p")
+    [device] = [r["device"] for r in allocated_devices(claim)]
+    env = device_env(container_env(kube, ns, "p"))
+    assert env == expected_env(node, [device], f"{ns}/{claim['metadata']['name']}")
+    assert dra_calls(kube, node).get(PREPARE) == 1
