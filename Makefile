@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale clean
+.PHONY: all venv controlplane nodeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture clean
 
 all: test
 
@@ -60,6 +60,10 @@ cluster: controlplane
 
 cluster-down: venv
 	$(BIN)/dra-harness cluster down
+
+# Teardown torture: 20 interrupts at random moments of a start with real nodes.
+bench-real-torture: nodeparts
+	$(BIN)/python bench/real_node_torture.py --runs 20
 
 bench-cluster-start: controlplane
 	$(BIN)/python bench/cluster_start.py $(K8S_FLAG)
