@@ -75,3 +75,24 @@ def test_a_node_that_fails_names_itself_and_leaves_nothing() -> None:
     assert first.startswith("node bad-0: kubelet did not come up (")
     assert 1 <= len(tail) <= 21
     assert hoststate.snapshot() == before
+
+
+def test_two_clusters_with_real_nodes_use_their_own_addresses_bridges_and_cgroups() -> None:
+    before = hoststate.snapshot()
+    first = LocalCluster(real_pools=[RealPool("a", gpus=1)])
+    second = LocalCluster(real_pools=[RealPool("a", gpus=1)])  # the same node name, on purpose
+    try:
+        first.start()
+        second.start()
+        reals = [c.real for c in (first, second) if c.real is not None and c.real.slot is not None]
+        layouts = [r.node("a-0").layout for r in reals]
+        assert len({(n.ip, n.cni_bridge, n.cgroup, n.state, n.pod_subnet) for n in layouts}) == 2
+        assert [n.ip for n in layouts] == [f"10.250.{r.slot.index}.10" for r in reals if r.slot]
+        first.stop()  # the other cluster's node keeps running: only the last restores the host
+        assert second.real is not None
+        second.real.wait_ready(second.kubeconfig)
+        assert hoststate.snapshot()["sysctls"] != before["sysctls"]
+    finally:
+        first.stop()
+        second.stop()
+    assert hoststate.snapshot() == before
