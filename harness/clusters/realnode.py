@@ -12,8 +12,9 @@ containerd make: they vanish with the namespace instead of outliving the node on
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,7 +195,7 @@ class RealNode:
     def check_running(self) -> None:
         for name, proc in self.components.items():
             if not proc.running():
-                raise self._failed(name, f"exited with code {proc._proc.returncode if proc._proc else '?'}")
+                raise self._failed(name, "exited")
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -224,14 +225,11 @@ class RealNode:
         proc.start()
 
     def _ctr(self, *args: str) -> str | None:
-        import subprocess
-
         ctr = [str(self.parts.containerd_dir / "ctr"), f"--address={self.layout.containerd_socket}", *args]
         done = subprocess.run(ctr, capture_output=True, text=True, timeout=60, check=False)
         return done.stdout if done.returncode == 0 else None
 
-    def _wait(self, component: str, ready: object, what: str) -> None:
-        assert callable(ready)
+    def _wait(self, component: str, ready: Callable[[], bool], what: str) -> None:
         try:
             wait_for(
                 ready,
