@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from harness import builders as b
 from harness.errors import HarnessError
 from harness.kube import Kube, Obj
+from harness.waits import TIMEOUTS, wait_for
 
 # The busybox image the harness builds and imports on every real node (never pulled).
 ENV_COMMAND = ["sh", "-c", "env | sort; echo ---; exec sleep 3600"]
@@ -37,10 +38,16 @@ def env_pod(
 
 
 def container_env(kube: Kube, namespace: str, pod: str) -> dict[str, str]:
-    """The environment the container printed (read through the kubelet, by the API server)."""
-    status, body = kube.raw_get(f"/api/v1/namespaces/{namespace}/pods/{pod}/log")
-    if status != 200 or "---" not in body:
-        raise HarnessError(f"log of {namespace}/{pod}: HTTP {status}: {body[:300]}")
+    """The environment the container printed (read through the kubelet, by the API server).
+    Waits: a container Running may not have printed yet, and a kubelet just restarted answers
+    404 until it knows the pod's containers again."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+    _, body = wait_for(
+        lambda: kube.raw_get(path),
+        lambda answer: answer[0] == 200 and "---" in answer[1],
+        timeout=TIMEOUTS.api_object,
+        describe=f"the environment in the log of {namespace}/{pod}",
+    )
     lines = body.split("---", 1)[0].splitlines()
     return dict(line.split("=", 1) for line in lines if "=" in line)
 

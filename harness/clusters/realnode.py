@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.clusters import health
 from harness.clusters.hoststate import CGROUP_ROOT, make_cgroup
 from harness.clusters.kubeconfig import write_kubeconfig
 from harness.clusters.nodeconfig import NodeLayout, cni_config, containerd_config, kubelet_config
@@ -174,6 +175,8 @@ class RealNode:
             self._wait(component, lambda: self._logged("kubelet", since, line, ""), "registered")
         elif component == "kubelet":
             self.start_kubelet()
+            healthz = f"http://{n.ip}:10248/healthz"  # healthzPort's default, on the node's address
+            self._wait(component, lambda: health.get(healthz)[0] == 200, "healthy")
         else:
             self.start_containerd()
 

@@ -82,3 +82,34 @@ def test_a_pod_created_while_the_plugin_is_down_starts_once_it_registers(
 
     wait_phase(kube, ns, "p", "Running")
     assert device_env(container_env(kube, ns, "p"))["DRA_CLAIM"].startswith(f"{ns}/p-gpu-")
+
+
+def test_a_kubelet_restart_keeps_the_prepared_pod_running_and_unprepares_it_later(
+    real_nodes: RealNodes, real_namespace: str, one_gpu: str
+) -> None:
+    """Upstream: the kubelet restores prepared claims from its checkpoint
+    (pkg/kubelet/cm/dra/state), so the pod keeps its devices and is unprepared on delete."""
+    kube, ns, node = real_nodes.kube, real_namespace, node_of(real_nodes, "dra")
+    kube.create(env_pod("p", ns, real_nodes.image, node.name, claim_templates={"gpu": one_gpu}))
+    running = wait_phase(kube, ns, "p", "Running")
+    env = device_env(container_env(kube, ns, "p"))
+    [claim] = claims_of(kube, ns, "p")
+    spec = spec_path(node.layout.cdi_dir, DRIVER, claim["metadata"]["uid"])
+
+    node.restart("kubelet")  # returns once the new kubelet answers /healthz
+
+    real_nodes.cluster.real.wait_ready(real_nodes.cluster.kubeconfig)  # type: ignore[union-attr]
+    pod = kube.get("v1", "Pod", "p", ns)
+    assert phase(pod) == "Running"
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert pod["status"]["startTime"] == running["status"]["startTime"]
+    assert device_env(container_env(kube, ns, "p")) == env
+    assert spec.exists()
+    kube.delete("v1", "Pod", "p", ns)
+    wait_for(
+        lambda: dra_calls(kube, node.name).get(UNPREPARE, 0),  # the new kubelet's counters
+        lambda n: n == 1,
+        timeout=TIMEOUTS.deletion,
+        describe=f"the restarted kubelet unprepared the claim on {node.name}",
+    )
+    assert not spec.exists()
