@@ -63,6 +63,12 @@ class RealNode:
         return self.layout.name
 
     @property
+    def faults_file(self) -> Path:
+        """The kubelet plugin re-reads it on every call (fake_driver PluginFaults): tests write
+        {"prepareErrors": {"*": "why"}} and the like into it."""
+        return self.layout.root / "plugin-faults.json"
+
+    @property
     def tracking_cgroup(self) -> str:
         return f"{self.layout.cgroup}-sys"
 
@@ -159,6 +165,7 @@ class RealNode:
                     f"--registry-dir={n.kubelet_root / 'plugins_registry'}",
                     f"--plugins-dir={n.kubelet_root / 'plugins'}",
                     f"--cdi-root={n.cdi_dir}",
+                    f"--faults-file={self.faults_file}",
                 ],
             )
             # pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go logs this once it can call the plugin.
@@ -194,6 +201,9 @@ class RealNode:
         containers) go with the cluster's host slot."""
         for name in reversed(list(self.components)):
             self.components.pop(name).stop(grace=5.0)
+
+    def kubelet_log_mentions(self, text: str) -> bool:
+        return text in self.log_path("kubelet").read_text(errors="replace")
 
     def check_running(self) -> None:
         for name, proc in self.components.items():
