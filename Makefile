@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture clean
+.PHONY: all venv controlplane nodeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -64,6 +64,10 @@ cluster-down: venv
 # Teardown torture: 20 interrupts at random moments of a start with real nodes.
 bench-real-torture: nodeparts
 	$(BIN)/python bench/real_node_torture.py --runs 20
+
+# Real nodes: start to Ready (median of 5), pod with a claim to Running (p50/p90 of 50), memory.
+bench-real-nodes: nodeparts
+	$(BIN)/python bench/real_nodes.py $(K8S_FLAG)
 
 bench-cluster-start: controlplane
 	$(BIN)/python bench/cluster_start.py $(K8S_FLAG)
