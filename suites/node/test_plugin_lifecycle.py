@@ -113,3 +113,29 @@ def test_a_kubelet_restart_keeps_the_prepared_pod_running_and_unprepares_it_late
         describe=f"the restarted kubelet unprepared the claim on {node.name}",
     )
     assert not spec.exists()
+
+
+def test_the_kubelet_removes_the_nodes_slices_when_the_plugin_is_gone(
+    real_nodes: RealNodes, real_namespace: str
+) -> None:
+    """pkg/kubelet/cm/dra/manager.go defaultWipingDelay: 30 s after the plugin unregisters,
+    the kubelet deletes the node's ResourceSlices of that driver; a new instance publishes
+    them again."""
+    kube, node = real_nodes.kube, node_of(real_nodes, "dra")
+
+    def slices() -> list[str]:
+        return [
+            s["metadata"]["name"]
+            for s in kube.list(b.resource_api(), "ResourceSlice")
+            if s["spec"].get("nodeName") == node.name and s["spec"]["driver"] == DRIVER
+        ]
+
+    assert len(slices()) == 1
+    node.stop_component("kubelet-plugin")
+    try:
+        wait_for(slices, lambda names: names == [], timeout=60.0, describe=f"{node.name}'s slices wiped")
+    finally:
+        node.start_component("kubelet-plugin")
+    wait_for(
+        slices, lambda names: len(names) == 1, timeout=TIMEOUTS.api_object, describe="slices republished"
+    )
