@@ -85,6 +85,26 @@ def test_bridged_legacy_gpu_pod_sees_the_allocated_gpu(real_nodes: RealNodes, re
     assert env == expected_env(node, [device], f"{ns}/{claim['metadata']['name']}")
 
 
+def test_one_container_gets_a_device_plugin_resource_and_a_claim(
+    real_nodes: RealNodes, real_namespace: str, gpu_class: str
+) -> None:
+    """Upstream e2e "supports extended resources together with ResourceClaim": the kubelet
+    applies the device plugin's Allocate response and the claim's CDI devices to one container."""
+    kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node("ds")
+    kube.create(b.claim_template("one", ns, [b.exact_request("gpu", gpu_class)]))
+    pod = env_pod(
+        "both", ns, real_nodes.image, node, limits={"nvidia.com/gpu": "1"}, claim_templates={"gpu": "one"}
+    )
+    kube.create(pod)
+
+    wait_phase(kube, ns, "both", "Running")
+
+    [claim] = claims_of(kube, ns, "both")
+    env = device_env(container_env(kube, ns, "both"))
+    assert env == expected_env(node, ["gpu-0"], f"{ns}/{claim['metadata']['name']}")
+    assert dra_calls(kube, node).get(PREPARE) == 1
+
+
 def test_device_plugin_and_dra_driver_hand_the_same_gpu_to_two_containers(
     real_nodes: RealNodes, real_namespace: str, gpu_class: str
 ) -> None:
