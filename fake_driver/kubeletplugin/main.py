@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="GetInfo supported_versions, in preference order",
     )
     ap.add_argument("--no-publish", action="store_true", help="do not publish ResourceSlices")
+    ap.add_argument(
+        "--republish-interval",
+        type=float,
+        default=5.0,
+        help="seconds between checks that the node's slices are still published (0: never)",
+    )
     return ap
 
 
@@ -135,10 +141,12 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
         cdi_root=args.cdi_root,
         faults_file=args.faults_file,
     )
+    publisher = None
     if api is not None and not args.no_publish:
         from fake_driver.publisher import Publisher
 
-        result = Publisher(api, Fleet((node.pool,)), minor).publish_node(node.name)
+        publisher = Publisher(api, Fleet((node.pool,)), minor)
+        result = publisher.publish_node(node.name)
         print(f"{node.name}\t{result.action}\tgeneration={result.generation}\tslices={result.slices}")
     stop = stop or threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -147,8 +155,25 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
         plugin, registry_dir=args.registry_dir, plugins_dir=args.plugins_dir, supported_versions=versions
     ) as server:
         print(f"serving {server.dra_socket} (registration {server.registration_socket})", flush=True)
-        stop.wait()
+        keep_published(publisher, node.name, stop, args.republish_interval)
     return 0
+
+
+def keep_published(publisher: Any, node: str, stop: threading.Event, interval: float) -> None:
+    """Until `stop`, publish the node's slices again every `interval` seconds if they changed or
+    went away, as the kubeletplugin library's ResourceSlice controller does: a kubelet wipes
+    its node's slices when it starts (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go), so a
+    plugin that outlives a kubelet restart must put them back."""
+    while not stop.wait(interval if publisher is not None and interval > 0 else None):
+        try:
+            result = publisher.publish_node(node)
+        except Exception as err:  # an API hiccup: the next round tries again
+            print(f"{node}\trepublish failed: {err}", flush=True)
+            continue
+        if result.action != "unchanged":
+            print(
+                f"{node}\t{result.action}\tgeneration={result.generation}\tslices={result.slices}", flush=True
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

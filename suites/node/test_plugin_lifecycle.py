@@ -12,6 +12,7 @@ from fake_driver.kubeletplugin.cdi import spec_path
 from fixtures.realnodes import RealNodes
 from harness import builders as b
 from harness.clusters.realnode import RealNode
+from harness.kube import Kube
 from harness.nodepods import container_env, device_env, dra_calls, env_pod
 from harness.pods import claims_of, phase, wait_phase
 from harness.waits import TIMEOUTS, assert_stays, wait_for
@@ -19,6 +20,14 @@ from harness.waits import TIMEOUTS, assert_stays, wait_for
 pytestmark = [pytest.mark.real_node]
 DRIVER = "gpu.nvidia.com"
 UNPREPARE = ("NodeUnprepareResources", "OK")
+
+
+def driver_slices(kube: Kube, node: str) -> list[str]:
+    return [
+        s["metadata"]["name"]
+        for s in kube.list(b.resource_api(), "ResourceSlice")
+        if s["spec"].get("nodeName") == node and s["spec"]["driver"] == DRIVER
+    ]
 
 
 def node_of(real_nodes: RealNodes, pool: str) -> RealNode:
@@ -105,6 +114,13 @@ def test_a_kubelet_restart_keeps_the_prepared_pod_running_and_unprepares_it_late
     assert pod["status"]["startTime"] == running["status"]["startTime"]
     assert device_env(container_env(kube, ns, "p")) == env
     assert spec.exists()
+    # The new kubelet wiped the node's slices at start; the plugin publishes them again.
+    wait_for(
+        lambda: driver_slices(kube, node.name),
+        lambda names: len(names) == 1,
+        timeout=TIMEOUTS.api_object,
+        describe=f"{node.name}'s slices published again",
+    )
     kube.delete("v1", "Pod", "p", ns)
     wait_for(
         lambda: dra_calls(kube, node.name).get(UNPREPARE, 0),  # the new kubelet's counters
@@ -124,11 +140,7 @@ def test_the_kubelet_removes_the_nodes_slices_when_the_plugin_is_gone(
     kube, node = real_nodes.kube, node_of(real_nodes, "dra")
 
     def slices() -> list[str]:
-        return [
-            s["metadata"]["name"]
-            for s in kube.list(b.resource_api(), "ResourceSlice")
-            if s["spec"].get("nodeName") == node.name and s["spec"]["driver"] == DRIVER
-        ]
+        return driver_slices(kube, node.name)
 
     assert len(slices()) == 1
     node.stop_component("kubelet-plugin")
