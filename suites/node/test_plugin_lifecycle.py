@@ -5,6 +5,7 @@ DRA tests do (test/e2e_node/dra_test.go: "must keep pod running when plugin is r
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,7 @@ from fake_driver.kubeletplugin.cdi import spec_path
 from fixtures.realnodes import RealNodes
 from harness import builders as b
 from harness.clusters.realnode import RealNode
-from harness.kube import Kube
+from harness.kube import Kube, Obj
 from harness.nodepods import container_env, device_env, dra_calls, env_pod
 from harness.pods import claims_of, phase, wait_phase
 from harness.waits import TIMEOUTS, assert_stays, wait_for
@@ -28,6 +29,28 @@ def driver_slices(kube: Kube, node: str) -> list[str]:
         for s in kube.list(b.resource_api(), "ResourceSlice")
         if s["spec"].get("nodeName") == node and s["spec"]["driver"] == DRIVER
     ]
+
+
+def running_pod(
+    real_nodes: RealNodes, ns: str, node: RealNode, template: str
+) -> tuple[Obj, dict[str, str], Path]:
+    """Pod `p` with a claim from `template` on `node`, Running: (pod, device env, CDI spec)."""
+    kube = real_nodes.kube
+    kube.create(env_pod("p", ns, real_nodes.image, node.name, claim_templates={"gpu": template}))
+    running = wait_phase(kube, ns, "p", "Running")
+    [claim] = claims_of(kube, ns, "p")
+    spec = spec_path(node.layout.cdi_dir, DRIVER, claim["metadata"]["uid"])
+    return running, device_env(container_env(kube, ns, "p")), spec
+
+
+def assert_kept(kube: Kube, ns: str, running: Obj, env: dict[str, str], spec: Path) -> None:
+    """Pod `p` still runs its first container, with the same devices, still prepared."""
+    pod = kube.get("v1", "Pod", "p", ns)
+    assert phase(pod) == "Running"
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert pod["status"]["startTime"] == running["status"]["startTime"]
+    assert device_env(container_env(kube, ns, "p")) == env
+    assert spec.exists()
 
 
 def node_of(real_nodes: RealNodes, pool: str) -> RealNode:
@@ -48,20 +71,11 @@ def test_plugin_restart_re_registers_and_the_running_pod_keeps_its_device(
     real_nodes: RealNodes, real_namespace: str, one_gpu: str
 ) -> None:
     kube, ns, node = real_nodes.kube, real_namespace, node_of(real_nodes, "dra")
-    kube.create(env_pod("p", ns, real_nodes.image, node.name, claim_templates={"gpu": one_gpu}))
-    running = wait_phase(kube, ns, "p", "Running")
-    env = device_env(container_env(kube, ns, "p"))
-    [claim] = claims_of(kube, ns, "p")
-    spec = spec_path(node.layout.cdi_dir, DRIVER, claim["metadata"]["uid"])
+    running, env, spec = running_pod(real_nodes, ns, node, one_gpu)
 
     node.restart("kubelet-plugin")  # returns once the kubelet logged the new registration
 
-    pod = kube.get("v1", "Pod", "p", ns)
-    assert phase(pod) == "Running"
-    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
-    assert pod["status"]["startTime"] == running["status"]["startTime"]
-    assert device_env(container_env(kube, ns, "p")) == env
-    assert spec.exists()
+    assert_kept(kube, ns, running, env, spec)
     before = dra_calls(kube, node.name).get(UNPREPARE, 0)
     kube.delete("v1", "Pod", "p", ns)
     wait_for(
@@ -99,21 +113,12 @@ def test_a_kubelet_restart_keeps_the_prepared_pod_running_and_unprepares_it_late
     """Upstream: the kubelet restores prepared claims from its checkpoint
     (pkg/kubelet/cm/dra/state), so the pod keeps its devices and is unprepared on delete."""
     kube, ns, node = real_nodes.kube, real_namespace, node_of(real_nodes, "dra")
-    kube.create(env_pod("p", ns, real_nodes.image, node.name, claim_templates={"gpu": one_gpu}))
-    running = wait_phase(kube, ns, "p", "Running")
-    env = device_env(container_env(kube, ns, "p"))
-    [claim] = claims_of(kube, ns, "p")
-    spec = spec_path(node.layout.cdi_dir, DRIVER, claim["metadata"]["uid"])
+    running, env, spec = running_pod(real_nodes, ns, node, one_gpu)
 
     node.restart("kubelet")  # returns once the new kubelet answers /healthz
 
     real_nodes.cluster.real.wait_ready(real_nodes.cluster.kubeconfig)  # type: ignore[union-attr]
-    pod = kube.get("v1", "Pod", "p", ns)
-    assert phase(pod) == "Running"
-    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
-    assert pod["status"]["startTime"] == running["status"]["startTime"]
-    assert device_env(container_env(kube, ns, "p")) == env
-    assert spec.exists()
+    assert_kept(kube, ns, running, env, spec)
     # The new kubelet wiped the node's slices at start; the plugin publishes them again.
     wait_for(
         lambda: driver_slices(kube, node.name),
