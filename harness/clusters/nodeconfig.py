@@ -47,8 +47,9 @@ class NodeLayout:
 
     @property
     def device_plugins(self) -> Path:
-        """Bind-mounted over /var/lib/kubelet/device-plugins in the node's mount namespace."""
-        return self.root / "device-plugins"
+        """Bind-mounted over /var/lib/kubelet/device-plugins in the node's mount namespace;
+        short, as the plugin sockets live in it."""
+        return self.state / "device-plugins"
 
     @property
     def log_dir(self) -> Path:

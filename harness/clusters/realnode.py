@@ -250,6 +250,8 @@ class RealNode:
                 describe=f"{self.name}/{component} {what}",
                 interval=0.1,
             )
+        except NodeFailed:
+            raise  # a component exited: it names itself
         except Exception as err:
             raise self._failed(component, str(err).splitlines()[0]) from None
 

@@ -6,6 +6,7 @@ their nodes started side by side, and a teardown that leaves the host as it was.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -163,6 +164,8 @@ class RealNodes:
         if self.slot is not None:
             hoststate.release(self.slot)
             self.slot = None
+        for node in self.nodes.values():  # images and snapshots are bulk; the logs stay
+            shutil.rmtree(node.layout.root / "containerd", ignore_errors=True)
 
     def pids(self) -> dict[str, int]:
         return {
