@@ -338,6 +338,16 @@ CHECKS: tuple[Check, ...] = (
         "plugin's ResourceSlices to spec.nodeName of its own node",
     ),
     Check(
+        "node-path",
+        "Real nodes: the kubelet prepares and unprepares claims, CDI reaches the container, and the "
+        "driver's kubelet plugin survives restarts and faults",
+        "node",
+        ("suites/node/*",),
+        "the node side of DRA fails: check that the kubelet registers the driver's plugin "
+        "(plugins_registry), that the container runtime has CDI enabled, and that the kubelet's minor "
+        "is within the supported skew of the control plane",
+    ),
+    Check(
         "fake-driver",
         "Fake driver self-checks: publisher, legacy device plugin, installer guard",
         "harness",
