@@ -17,8 +17,10 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import select
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from harness.clusters.identity import ProcessIdentity
@@ -35,6 +37,38 @@ _STOP = {signal.SIGTERM, signal.SIGINT}
 def _die_with_owner(signum: int) -> None:
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signum)
+
+
+class _OwnerWatch:
+    """A second line behind PR_SET_PDEATHSIG: a pidfd on the owner, so its death stops the
+    start even if that signal was lost (a CI run once saw a supervisor go on starting after
+    its `up` was SIGKILLed). Re-sent each second until the main thread starts stopping."""
+
+    def __init__(self, owner_pid: int) -> None:
+        self._pidfd = os.pidfd_open(owner_pid)
+        self._done = threading.Event()
+        self._main = threading.main_thread().ident
+        # Started with every stop signal blocked, which it keeps: a `cluster down` must reach the
+        # main thread's sigwait, not this one.
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, {*_STOP, ACKNOWLEDGE})
+        try:
+            threading.Thread(target=self._watch, name="owner-watch", daemon=True).start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+    def _watch(self) -> None:
+        poller = select.poll()
+        poller.register(self._pidfd, select.POLLIN)
+        while not self._done.is_set() and not poller.poll(500):
+            pass
+        while not self._done.is_set():
+            assert self._main is not None
+            signal.pthread_kill(self._main, signal.SIGTERM)  # to the main thread: it unwinds
+            self._done.wait(1.0)
+
+    def release(self) -> None:
+        """Acknowledged, or stopping: the owner's death no longer matters."""
+        self._done.set()
 
 
 def _record(args: argparse.Namespace, cluster: LocalCluster) -> ClusterRecord:
@@ -66,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.getppid() != args.owner_pid:  # the owner died before PDEATHSIG was armed
         print("error: the `cluster up` that started this supervisor is gone", file=sys.stderr)
         return 1
+    watch = _OwnerWatch(args.owner_pid)
     pools = [RealPool("real", count=args.real_nodes)] if args.real_nodes else []
     cluster = LocalCluster(
         args.k8s_version, args.gates, run_dir=args.state_dir, keep_run_dir=True, real_pools=pools
@@ -77,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ready: {cluster.minor.kubernetes}, {cluster.profile.name}", flush=True)
         while (signum := signal.sigwait({*_STOP, ACKNOWLEDGE})) == ACKNOWLEDGE:
             _die_with_owner(0)  # `up` told the user: the cluster now outlives it
+            watch.release()
             print("acknowledged: detached from `cluster up`", flush=True)
         print(f"stopping on {signal.Signals(signum).name}", flush=True)
     except KeyboardInterrupt as stop:
@@ -87,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     finally:
+        watch.release()
         signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # a second signal must not cut the stop short
         cluster.stop()
     return 0
