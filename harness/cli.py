@@ -60,13 +60,16 @@ def cmd_controlplane_build(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from harness.clusters import named
+    from harness.clusters import gpufleet, named
 
     named.validate_name(args.name)
     matrix = load_matrix()
     minor = matrix.minor(args.k8s_version or matrix.default_minor)
     profile = minor.profile(args.gates or matrix.default_profile)
     explicit = args.k8s_version is not None or args.gates is not None
+    fleet = None if args.no_fleet else Path(args.fleet) if args.fleet else gpufleet.DEMO_FLEET
+    if fleet is not None:
+        gpufleet.read_fleet(fleet)  # one line now, not a failed start later
     if named.running(args.name) is None:
         ensure_controlplane(minor)  # build in the foreground, where progress is visible
         ensure_kwok(matrix)
@@ -74,12 +77,16 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         from harness.clusters.realnodes import RealPool, real_node_parts
 
         real_node_parts(matrix, minor, [RealPool(count=args.real_nodes)])  # one line if not built
-    record, already = named.up(args.name, minor, profile, explicit=explicit, real_nodes=args.real_nodes)
+    record, already = named.up(
+        args.name, minor, profile, explicit=explicit, real_nodes=args.real_nodes, fleet=fleet
+    )
     how = "is already running" if already else "is ready"
     print(
         f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
         f"logs in {named.state_dir(args.name) / 'logs'}"
     )
+    if fleet is not None and not already:
+        print(f"# GPU fleet from {fleet}; `dra-harness cluster status --name {args.name}` shows it")
     print(f"export KUBECONFIG={record.kubeconfig}", flush=True)
     named.acknowledge(record)
     return 0
@@ -94,13 +101,26 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
-    from harness.clusters import named
+    from harness.clusters import gpufleet, named
+    from harness.kube import Kube
 
     record = named.running(args.name)
     if record is None:
         print(f"cluster {args.name!r} is not running")
         return 1
-    print(json.dumps(record.to_json(), indent=2))
+    if args.json:
+        print(json.dumps(record.to_json(), indent=2))
+        return 0
+    print(f"# cluster {args.name!r}: Kubernetes {record.kubernetes}, gates {record.profile}")
+    print(
+        f"{'POOL':<16}{'NODES':>7}{'READY':>7}{'DRA DEVICES':>13}{'ALLOCATED':>11}"
+        f"{'nvidia.com/gpu':>16}{'REQUESTED':>11}"
+    )
+    for p in gpufleet.fleet_status(Kube.from_kubeconfig(record.kubeconfig)):
+        print(
+            f"{p.pool:<16}{p.nodes:>7}{p.ready:>7}{p.published:>13}{p.allocated:>11}{p.legacy:>16}{p.legacy_requested:>11}"
+        )
+    print(f"export KUBECONFIG={record.kubeconfig}")
     return 0
 
 
@@ -235,7 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for action, func in (("up", cmd_cluster_up), ("down", cmd_cluster_down), ("status", cmd_cluster_status)):
         p = cl.add_parser(action)
-        p.add_argument("--name", default="default")
+        p.add_argument(
+            "--name",
+            default=os.environ.get("DRA_HARNESS_CLUSTER") or "default",
+            help="the cluster's name (default: $DRA_HARNESS_CLUSTER, else 'default')",
+        )
         if action == "up":
             p.add_argument("-k", "--k8s-version", type=nonempty)
             p.add_argument("-g", "--gates", type=nonempty)
@@ -247,6 +271,17 @@ def build_parser() -> argparse.ArgumentParser:
                 metavar="N",
                 help="N real nodes (kubelet + containerd, make nodeparts), besides kwok pools",
             )
+            fleet = p.add_mutually_exclusive_group()
+            fleet.add_argument(
+                "--fleet",
+                type=nonempty,
+                metavar="FILE",
+                help="fake_driver fleet YAML: its nodes, DeviceClasses and a publisher kept running "
+                "(default: harness/clusters/demo-fleet.yaml)",
+            )
+            fleet.add_argument("--no-fleet", action="store_true", help="no nodes, driver or classes")
+        if action == "status":
+            p.add_argument("--json", action="store_true", help="the supervisor's record (PIDs, kubeconfig)")
         p.set_defaults(func=func)
 
     scan = sub.add_parser("scan", help="read-only readiness scan of a live cluster (exit 0/2/3, 1 on error)")

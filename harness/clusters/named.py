@@ -147,7 +147,13 @@ def running(name: str) -> ClusterRecord | None:
 
 
 def up(
-    name: str, minor: Minor, profile: GateProfile, *, explicit: bool, real_nodes: int = 0
+    name: str,
+    minor: Minor,
+    profile: GateProfile,
+    *,
+    explicit: bool,
+    real_nodes: int = 0,
+    fleet: Path | None = None,
 ) -> tuple[ClusterRecord, bool]:
     """Start the named cluster, or attach to the one starting or running under that name.
     Returns (record once ready, whether it was already there). `explicit`: the caller named a
@@ -162,7 +168,7 @@ def up(
                 _refuse_other_cell(record, minor, profile, explicit)
             else:
                 _clear_stale(directory, record)
-                spawned, record = _spawn(directory, name, minor, profile, real_nodes)
+                spawned, record = _spawn(directory, name, minor, profile, real_nodes, fleet)
         return _await_ready(directory, record, spawned), spawned is None
     except BaseException:
         if spawned is not None:
@@ -208,11 +214,12 @@ def _clear_stale(directory: Path, record: ClusterRecord | None) -> None:
 
 
 def _spawn(
-    directory: Path, name: str, minor: Minor, profile: GateProfile, real_nodes: int = 0
+    directory: Path, name: str, minor: Minor, profile: GateProfile, real_nodes: int, fleet: Path | None
 ) -> tuple[subprocess.Popen[bytes], ClusterRecord]:
     argv = [sys.executable, "-m", "harness.clusters.supervisor", "--state-dir", str(directory)]
     argv += ["--k8s-version", minor.name, "--gates", profile.name, "--owner-pid", str(os.getpid())]
     argv += [f"--real-nodes={real_nodes}"] if real_nodes else []
+    argv += ["--fleet", str(fleet.resolve())] if fleet else []
     with (directory / LOG).open("wb") as log:
         proc = subprocess.Popen(
             argv,
