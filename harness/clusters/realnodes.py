@@ -177,12 +177,14 @@ class RealNodes:
 
 
 def real_node_parts(matrix: Matrix, minor: Minor, pools: Sequence[RealPool]) -> dict[str, NodeBinaries]:
-    """The built parts per minor the pools ask for; one line naming what is missing first."""
+    """The built parts per minor the pools ask for, then the host; one line naming what is
+    missing first (how to build it, what the host lacks)."""
+    minors = {p.minor or minor.name for p in pools}
+    parts = {m: node_parts(matrix.minor(m), matrix) for m in sorted(minors)}
     why = hoststate.missing_requirement()
     if why is not None:
         raise HarnessError(why)
-    minors = {p.minor or minor.name for p in pools}
-    return {m: node_parts(matrix.minor(m), matrix) for m in sorted(minors)}
+    return parts
 
 
 def real_node_apiserver_flags(pki: ClusterPKI) -> list[str]:
