@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fake_driver.kubeletplugin import checkpoint
 from fake_driver.kubeletplugin.server import socket_paths
+from harness.builders import PAUSE_IMAGE
 from harness.clusters import health
 from harness.clusters.hoststate import CGROUP_ROOT, make_cgroup
 from harness.clusters.kubeconfig import write_kubeconfig
@@ -128,6 +129,9 @@ class RealNode:
         for archive in (self.parts.pause_archive, self.parts.busybox_archive):
             if self._ctr("-n", "k8s.io", "images", "import", str(archive)) is None:
                 raise self._failed("containerd", f"cannot import {archive.name}")
+        # Pods made for kwok nodes name this pause image: they run unchanged on a real node.
+        if self._ctr("-n", "k8s.io", "images", "tag", self.parts.pause_ref, PAUSE_IMAGE) is None:
+            raise self._failed("containerd", f"cannot tag {self.parts.pause_ref} as {PAUSE_IMAGE}")
 
     def start_kubelet(self) -> None:
         n = self.layout

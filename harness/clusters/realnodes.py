@@ -7,6 +7,7 @@ their nodes started side by side, and a teardown that leaves the host as it was.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,63 +92,103 @@ class RealNodes:
         self.slot: hoststate.Slot | None = None
         self.nodes: dict[str, RealNode] = {}
         self.ready_seconds: float = 0.0
+        self._cluster: tuple[str, ClusterPKI, Path, str]  # what start() was given, for add_pool
 
     def node(self, name: str) -> RealNode:
         return self.nodes[name]
 
     def start(self, server: str, pki: ClusterPKI, admin_kubeconfig: Path, default_minor: str) -> None:
         started = time.monotonic()
-        self.slot = slot = hoststate.claim()
-        bridge = f"{slot.link_prefix}x"
-        hoststate.ip("link", "add", bridge, "type", "bridge")
-        hoststate.ip("link", "set", bridge, "up")
-        fleet_file = self.run_dir / "real-fleet.yaml"
-        fleet_file.write_text(yaml.safe_dump({"pools": [p.fleet_pool() for p in self.pools]}))
-        index = 0
-        for pool in self.pools:
-            for name in pool.node_names():
-                spec = NodeSpec(
-                    layout(slot, self.run_dir, name, index),
-                    {POOL_LABEL: pool.name, REAL_LABEL: "true", "type": "real", **pool.labels},
-                    fleet_file,
-                    pool.device_plugin,
-                    self.gates[pool.minor or default_minor],
-                    get_personality(pool.personality).driver,
-                )
-                parts = self.parts[pool.minor or default_minor]
-                self.nodes[name] = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)
-                hoststate.ip("addr", "add", f"{spec.layout.ip}/32", "dev", bridge)
-                index += 1
-        # Side by side, step by step: the slow steps (containerd, kubelet start) overlap.
-        for step in ("prepare", "start_namespace", "start_containerd", "start_kubelet"):
-            for node in self.nodes.values():
-                getattr(node, step)()
-        self._wait_registered(admin_kubeconfig)
-        for node in self.nodes.values():
-            node.start_plugins()
-        self.wait_ready(admin_kubeconfig)
+        self._cluster = (server, pki, admin_kubeconfig, default_minor)
+        self.slot = hoststate.claim()
+        hoststate.ip("link", "add", self._bridge, "type", "bridge")
+        hoststate.ip("link", "set", self._bridge, "up")
+        fleet = self._fleet_file("real-fleet", [p for p in self.pools if p.count])
+        self._start_nodes([node for pool in self.pools for node in self._add_nodes(pool, fleet)])
         self.ready_seconds = time.monotonic() - started
 
-    def _wait_registered(self, kubeconfig: Path) -> None:
-        kube = Kube.from_kubeconfig(kubeconfig)
+    @property
+    def _bridge(self) -> str:
+        assert self.slot is not None
+        return f"{self.slot.link_prefix}x"
+
+    def add_pool(self, pool: RealPool) -> list[RealNode]:
+        """Another pool on the running cluster (a test's own nodes); Ready when this returns."""
+        if sum(p.count for p in self.pools) + pool.count > MAX_NODES:
+            raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
+        self.pools.append(pool)
+        nodes = self._add_nodes(pool, self._fleet_file(f"fleet-{pool.name}", [pool]))
         try:
-            wait_for(
-                lambda: self._observe(kube, lambda n: True),
-                lambda seen: len(seen) == len(self.nodes),
-                timeout=TIMEOUTS.node_ready,
-                describe=f"real nodes {sorted(self.nodes)} registered",
+            self._start_nodes(nodes)
+        except BaseException:
+            self.remove_pool(pool.name)
+            raise
+        return nodes
+
+    def remove_pool(self, name: str) -> None:
+        """Stop the pool's nodes and give back what they held (cgroups, state, addresses); their
+        Node objects stay for the caller to delete (their slices go with them)."""
+        pool = next((p for p in self.pools if p.name == name), None)
+        if pool is None:
+            return
+        for node in [self.nodes.pop(n) for n in pool.node_names() if n in self.nodes]:
+            node.stop()
+            for cgroup in (node.layout.cgroup, node.tracking_cgroup):
+                hoststate.remove_cgroup(cgroup)
+            hoststate.delete_links(node.layout.cni_bridge)
+            subprocess.run(["ip", "addr", "del", f"{node.layout.ip}/32", "dev", self._bridge], check=False)
+            shutil.rmtree(node.layout.state, ignore_errors=True)
+            shutil.rmtree(node.layout.root / "containerd", ignore_errors=True)
+        self.pools.remove(pool)
+
+    def _fleet_file(self, name: str, pools: Sequence[RealPool]) -> Path:
+        """The fake driver's fleet for these pools: what each node's plugin publishes."""
+        path = self.run_dir / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"pools": [p.fleet_pool() for p in pools]}))
+        return path
+
+    def _add_nodes(self, pool: RealPool, fleet_file: Path) -> list[RealNode]:
+        assert self.slot is not None
+        server, pki, admin_kubeconfig, default_minor = self._cluster
+        made = []
+        for name in pool.node_names():
+            index = min(set(range(MAX_NODES)) - {n.layout.index for n in self.nodes.values()})
+            spec = NodeSpec(
+                layout(self.slot, self.run_dir, name, index),
+                {POOL_LABEL: pool.name, REAL_LABEL: "true", "type": "real", **pool.labels},
+                fleet_file,
+                pool.device_plugin,
+                self.gates[pool.minor or default_minor],
+                get_personality(pool.personality).driver,
             )
-        finally:
-            kube.close()
+            parts = self.parts[pool.minor or default_minor]
+            self.nodes[name] = node = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)
+            made.append(node)
+            hoststate.ip("addr", "add", f"{spec.layout.ip}/32", "dev", self._bridge)
+        return made
+
+    def _start_nodes(self, nodes: list[RealNode]) -> None:
+        # Side by side, step by step: the slow steps (containerd, kubelet start) overlap.
+        for step in ("prepare", "start_namespace", "start_containerd", "start_kubelet"):
+            for node in nodes:
+                getattr(node, step)()
+        admin_kubeconfig = self._cluster[2]
+        self._wait_nodes(admin_kubeconfig, lambda n: True, "registered", [n.name for n in nodes])
+        for node in nodes:
+            node.start_plugins()
+        self._wait_nodes(admin_kubeconfig, node_ready, "Ready", [n.name for n in nodes])
 
     def wait_ready(self, kubeconfig: Path) -> None:
+        self._wait_nodes(kubeconfig, node_ready, "Ready", list(self.nodes))
+
+    def _wait_nodes(self, kubeconfig: Path, check: Any, what: str, names: list[str]) -> None:
         kube = Kube.from_kubeconfig(kubeconfig)
         try:
             wait_for(
-                lambda: self._observe(kube, node_ready),
-                lambda seen: len(seen) == len(self.nodes) and all(seen.values()),
+                lambda: {n: ok for n, ok in self._observe(kube, check).items() if n in names},
+                lambda seen: len(seen) == len(names) and all(seen.values()),
                 timeout=TIMEOUTS.node_ready,
-                describe=f"real nodes {sorted(self.nodes)} Ready",
+                describe=f"real nodes {sorted(names)} {what}",
             )
         finally:
             kube.close()

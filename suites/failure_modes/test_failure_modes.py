@@ -211,6 +211,7 @@ def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
 
 @pytest.mark.feature_gate("DRAExtendedResource")
 @pytest.mark.bridged
+@pytest.mark.kwok_pods
 def test_node_allocatable_stops_telling_the_truth_after_migration(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
 ) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.real_node]
 DRIVER = "gpu.nvidia.com"
 UNPREPARE = ("NodeUnprepareResources", "OK")
 PREPARE = "NodePrepareResources"
+MAX_PODS = 20
 
 
 def driver_slices(kube: Kube, node: str) -> list[str]:
@@ -203,16 +204,50 @@ def prepare_failures(kube: Kube, node: str) -> int:
     return sum(n for (method, code), n in dra_calls(kube, node).items() if method == PREPARE and code != "OK")
 
 
+def failed_prepares(kube: Kube, ns: str) -> list[str]:
+    """The kubelet's FailedPrepareDynamicResources messages, but for its reads of a claim the
+    node authorizer refused ("no relationship found between node"): its graph can trail the
+    kubelet's pod informer by a moment (plugin/pkg/auth/authorizer/node), the kubelet retries,
+    and no plugin was called."""
+    return [
+        e.get("message", "")
+        for e in kube.events(ns)
+        if e.get("reason") == "FailedPrepareDynamicResources"
+        and "no relationship found between node" not in e.get("message", "")
+    ]
+
+
 def churn(real_nodes: RealNodes, ns: str, node: str, stage: list[str], seen: list[tuple[str, str]]) -> None:
-    """Pods p0..p7 one after another, each created, Running and deleted; `seen` gets (pod, the
-    stage of the swap when it was created) once it ran."""
+    """Pods p0, p1, ... one after another, each created, Running and deleted, until two ran in
+    the last stage of the swap (at most MAX_PODS); `seen` gets (pod, the stage of the swap when
+    it was created) once it ran."""
     kube = real_nodes.kube
-    for i in range(8):
+    for i in range(MAX_PODS):
         name, at = f"p{i}", stage[-1]
         kube.create(env_pod(name, ns, real_nodes.image, node, claim_templates={"gpu": "one"}))
         wait_phase(kube, ns, name, "Running")
         seen.append((name, at))
         kube.delete("v1", "Pod", name, ns)
+        if ran_in(seen, "b") >= 2:
+            return
+
+
+def ran_in(seen: list[tuple[str, str]], stage: str) -> int:
+    return sum(at == stage for _, at in seen)
+
+
+def wait_two_ran(seen: list[tuple[str, str]], stage: str, pods: Future[None]) -> None:
+    def ran() -> int:
+        if pods.done():
+            pods.result()  # the churn's own error, if it failed
+        return ran_in(seen, stage)
+
+    wait_for(
+        ran,
+        lambda n: n >= 2,
+        timeout=TIMEOUTS.pod_running * 2,
+        describe=f"2 pods ran while the plugin instances were {stage!r}",
+    )
 
 
 @pytest.fixture
@@ -239,20 +274,18 @@ def test_a_rolling_update_of_the_plugin_fails_no_prepare_and_the_new_instance_se
     stage, seen = ["a"], list[tuple[str, str]]()
     with ThreadPoolExecutor(1) as pool:
         pods = pool.submit(churn, real_nodes, ns, node.name, stage, seen)
-        wait_for(lambda: len(seen), lambda n: n >= 2, timeout=TIMEOUTS.pod_running, describe="2 pods ran")
+        wait_two_ran(seen, "a", pods)
         b_ = node.start_plugin_instance(f"b{uuid.uuid4().hex[:8]}")
         stage.append("both")
-        wait_for(
-            lambda: stage[-1] in {at for _, at in seen}, timeout=TIMEOUTS.pod_running, describe="a pod ran"
-        )
+        wait_two_ran(seen, "both", pods)
         node.stop_component(a)
         stage.append("b")
-        pods.result(timeout=TIMEOUTS.pod_running * 8)
+        pods.result(timeout=TIMEOUTS.pod_running * 2)
 
-    assert [name for name, _ in seen] == [f"p{i}" for i in range(8)]
-    assert {"a", "both", "b"} <= {at for _, at in seen}
+    assert [name for name, _ in seen] == [f"p{i}" for i in range(len(seen))]  # every pod ran
+    assert ran_in(seen, "b") == 2
     assert prepare_failures(kube, node.name) == failures
-    assert [e for e in kube.events(ns) if e.get("reason") == "FailedPrepareDynamicResources"] == []
+    assert failed_prepares(kube, ns) == []
     served = {c.rsplit("-gpu-", 1)[0] for c in node.plugin_calls(b_, PREPARE)}
     assert {f"{ns}/{name}" for name, at in seen if at != "a"} <= served  # B, once it was there
     assert f"{ns}/p0" in {c.rsplit("-gpu-", 1)[0] for c in node.plugin_calls(a, PREPARE)}
