@@ -130,7 +130,7 @@ class RealNode:
             if self._ctr("-n", "k8s.io", "images", "import", str(archive)) is None:
                 raise self._failed("containerd", f"cannot import {archive.name}")
         # Pods made for kwok nodes name this pause image: they run unchanged on a real node.
-        if self._ctr("-n", "k8s.io", "images", "tag", self.parts.pause_ref, PAUSE_IMAGE) is None:
+        if self._ctr("-n", "k8s.io", "images", "tag", "--force", self.parts.pause_ref, PAUSE_IMAGE) is None:
             raise self._failed("containerd", f"cannot tag {self.parts.pause_ref} as {PAUSE_IMAGE}")
 
     def start_kubelet(self) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from fake_driver.legacy import LEGACY_RESOURCE
 from fake_driver.personalities import get_personality
 from harness.clusters import hoststate
 from harness.clusters.nodeconfig import NodeLayout
@@ -24,7 +25,7 @@ from harness.clusters.pki import ClusterPKI
 from harness.clusters.realnode import NodeSpec, RealNode
 from harness.controlplane.nodeparts import NodeBinaries, node_parts
 from harness.errors import HarnessError
-from harness.kube import Kube
+from harness.kube import Kube, Obj
 from harness.versions import Matrix, Minor
 from harness.waits import TIMEOUTS, wait_for
 
@@ -176,10 +177,17 @@ class RealNodes:
         self._wait_nodes(admin_kubeconfig, lambda n: True, "registered", [n.name for n in nodes])
         for node in nodes:
             node.start_plugins()
-        self._wait_nodes(admin_kubeconfig, node_ready, "Ready", [n.name for n in nodes])
+        self._wait_nodes(admin_kubeconfig, self._ready, "Ready", [n.name for n in nodes])
 
     def wait_ready(self, kubeconfig: Path) -> None:
-        self._wait_nodes(kubeconfig, node_ready, "Ready", list(self.nodes))
+        self._wait_nodes(kubeconfig, self._ready, "Ready", list(self.nodes))
+
+    def _ready(self, node: Obj) -> bool:
+        """Ready, and a device-plugin node's GPUs in its allocatable: the kubelet reports them
+        at its next status update, and until then the scheduler sees no device plugin there."""
+        real = self.nodes.get(node["metadata"]["name"])
+        advertised = int(node.get("status", {}).get("allocatable", {}).get(LEGACY_RESOURCE, "0"))
+        return node_ready(node) and (real is None or not real.spec.device_plugin or advertised > 0)
 
     def _wait_nodes(self, kubeconfig: Path, check: Any, what: str, names: list[str]) -> None:
         kube = Kube.from_kubeconfig(kubeconfig)
