@@ -58,6 +58,16 @@ def assert_kept(kube: Kube, ns: str, running: Obj, env: dict[str, str], spec: Pa
     assert spec.exists()
 
 
+def wait_one_unprepare(kube: Kube, node: str, before: int, what: str) -> None:
+    """The kubelet's NodeUnprepareResources count rose by exactly one from `before`."""
+    wait_for(
+        lambda: dra_calls(kube, node).get(UNPREPARE, 0) - before,
+        lambda n: n == 1,
+        timeout=TIMEOUTS.deletion,
+        describe=f"one NodeUnprepareResources {what} on {node}",
+    )
+
+
 def node_of(real_nodes: RealNodes, pool: str) -> RealNode:
     assert real_nodes.cluster.real is not None
     return real_nodes.cluster.real.node(real_nodes.node(pool))
@@ -83,12 +93,7 @@ def test_plugin_restart_re_registers_and_the_running_pod_keeps_its_device(
     assert_kept(kube, ns, running, env, spec)
     before = dra_calls(kube, node.name).get(UNPREPARE, 0)
     kube.delete("v1", "Pod", "p", ns)
-    wait_for(
-        lambda: dra_calls(kube, node.name).get(UNPREPARE, 0) - before,
-        lambda n: n == 1,
-        timeout=TIMEOUTS.deletion,
-        describe=f"the restarted plugin unprepared the claim on {node.name}",
-    )
+    wait_one_unprepare(kube, node.name, before, "by the restarted plugin")
     assert not spec.exists()
 
 
@@ -183,12 +188,7 @@ def test_a_force_deleted_pod_is_unprepared_and_its_claim_deallocated(
 
     with pytest.raises(NotFoundError):
         kube.get("v1", "Pod", "p", ns)
-    wait_for(
-        lambda: dra_calls(kube, node.name).get(UNPREPARE, 0) - before,
-        lambda n: n == 1,
-        timeout=TIMEOUTS.deletion,
-        describe=f"one NodeUnprepareResources for the force-deleted pod on {node.name}",
-    )
+    wait_one_unprepare(kube, node.name, before, "for the force-deleted pod")
     assert not spec.exists()
     assert uid not in node.prepared_claims()
     claim = wait_for(

@@ -43,7 +43,9 @@ def claims() -> StaticClaimSource:
     return StaticClaimSource()
 
 
-def make_plugin(fleet: Fleet, root: Path, claims: StaticClaimSource, node: str = NODE) -> KubeletPlugin:
+def make_plugin(
+    fleet: Fleet, root: Path, claims: StaticClaimSource, node: str = NODE, *, shared: bool = False
+) -> KubeletPlugin:
     return KubeletPlugin(
         fleet.node(node),
         MINOR,
@@ -51,6 +53,7 @@ def make_plugin(fleet: Fleet, root: Path, claims: StaticClaimSource, node: str =
         plugin_dir=root / "plugins" / DRIVER,
         cdi_root=root / "cdi",
         faults_file=root / "faults.json",
+        shared=shared,
     )
 
 

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from fake_driver.fleet import Fleet
-from fake_driver.kubeletplugin.plugin import KubeletPlugin, StaticClaimSource
+from fake_driver.kubeletplugin.plugin import StaticClaimSource
 from fake_driver.kubeletplugin.server import PluginServer, registration_socket_name, socket_paths
-from tests.kubeletplugin.test_kp_grpc import DRIVER, MINOR, NODE, claim, prepare, unprepare
+from tests.kubeletplugin.test_kp_grpc import DRIVER, claim, make_plugin, prepare, unprepare
 
 REGISTRY = Path("/var/lib/kubelet/plugins_registry")  # kubeletplugin.KubeletRegistryDir
 UID = "0c8c2a9e-7f3c-4b1e-9d6a-2f5e1b7c3d40"
@@ -40,23 +40,12 @@ def test_a_long_registration_path_falls_back_to_hashed_names_that_fit() -> None:
     assert registration_socket_name(REGISTRY, long_driver, UID + "x") != hashed
 
 
-def plugin(fleet: Fleet, root: Path, claims: StaticClaimSource) -> KubeletPlugin:
-    return KubeletPlugin(
-        fleet.node(NODE),
-        MINOR,
-        claims,
-        plugin_dir=root / "plugins" / DRIVER,
-        cdi_root=root / "cdi",
-        shared=True,
-    )
-
-
 def test_what_one_instance_prepared_the_other_unprepares(fleet: Fleet, root: Path) -> None:
     claims = StaticClaimSource([claim("uid-1", "c", ("gpu", "gpu-0"))])
 
     def server(instance: str) -> PluginServer:
         return PluginServer(
-            plugin(fleet, root, claims),
+            make_plugin(fleet, root, claims, shared=True),
             registry_dir=root / "registry",
             plugins_dir=root / "plugins",
             instance=instance,
