@@ -330,6 +330,13 @@ PYTEST = [  # the plugin's options: pytest's usage error, exit 4
     Row(
         "pytest-unknown-version", ("--k8s-version=1.99",), 4, r"^ERROR: unknown Kubernetes version", "pytest"
     ),
+    Row(
+        "pytest-real-nodes-not-local",
+        ("--real-nodes", "--cluster-provider=kind"),
+        4,
+        r"^ERROR: --real-nodes needs --cluster-provider local, not kind$",
+        "pytest",
+    ),
 ]
 
 # ---- cluster lifecycle: a name is a DNS label of at most 40 characters, so no path can leave
