@@ -118,8 +118,8 @@ class RealNodes:
         if sum(p.count for p in self.pools) + pool.count > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
         self.pools.append(pool)
-        nodes = self._add_nodes(pool, self._fleet_file(f"fleet-{pool.name}", [pool]))
         try:
+            nodes = self._add_nodes(pool, self._fleet_file(f"fleet-{pool.name}", [pool]))
             self._start_nodes(nodes)
         except BaseException:
             self.remove_pool(pool.name)
