@@ -6,10 +6,10 @@ pytest_plugins = [
     "fixtures.namespace",
     "fixtures.nodes",
     "fixtures.fake_driver",
+    "fixtures.realnodes",  # before fixtures.driver, which imports it
     "fixtures.driver",
     "fixtures.reporting",
     "fixtures.redaction",
     "fixtures.scan",
-    "fixtures.realnodes",
     "fixtures.progress",
 ]

@@ -1,17 +1,19 @@
 """Benchmark: real nodes (not a test). Binaries cached; prints one JSON line.
 
-    python bench/real_nodes.py [-k 1.37] [--nodes 2] [--runs 5] [--pods 50]
+    python bench/real_nodes.py [-k 1.37] [--nodes 1,3] [--runs 5] [--pods 50]
 
-- start to Ready of `--nodes` real nodes (from the pool's start, after the control plane is
-  up), per run and median;
+- start to Ready of N real nodes for each N of `--nodes` (from the pool's start, after the
+  control plane is up), per run and the median of `--runs`;
 - a pod with a claim, create to Running, p50 and p90 over `--pods` pods (one at a time,
-  deleted after, round robin over the nodes);
-- resident memory per node component (MiB), after the pods.
+  deleted after, round robin over the nodes of the first run);
+- resident memory per node (MiB), after the pods: per component (kubelet, containerd, the
+  fake driver's plugin), their sum, and everything in the node's cgroup (shims, containers).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -20,6 +22,7 @@ import time
 import psutil
 
 from harness import builders as b
+from harness.clusters.hoststate import cgroup_procs
 from harness.clusters.local import LocalCluster
 from harness.clusters.realnodes import RealPool
 from harness.controlplane.nodeparts import ensure_busybox
@@ -52,40 +55,62 @@ def pod_latencies(cluster: LocalCluster, nodes: list[str], pods: int) -> list[fl
     return seconds
 
 
+def rss_mib(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += psutil.Process(pid).memory_info().rss
+    return total // 2**20
+
+
 def memory(cluster: LocalCluster) -> dict[str, dict[str, int]]:
+    """Per node: MiB of each component, of kubelet + containerd + plugin, of the node's cgroup."""
     assert cluster.real is not None
-    return {
-        name: {c: psutil.Process(p.pid).memory_info().rss // 2**20 for c, p in node.components.items()}
-        for name, node in cluster.real.nodes.items()
-    }
+    out = {}
+    for name, node in cluster.real.nodes.items():
+        parts = {c: rss_mib([p.pid]) for c, p in node.components.items() if c != "namespace"}
+        core = sum(v for c, v in parts.items() if c in ("kubelet", "containerd", "kubelet-plugin"))
+        everything = rss_mib(cgroup_procs(node.tracking_cgroup))
+        out[name] = parts | {"kubelet+containerd+plugin": core, "node cgroup": everything}
+    return out
+
+
+def percentile(values: list[float], p: int) -> float | None:
+    if not values:
+        return None
+    return round(statistics.quantiles(values, n=100, method="inclusive")[p - 1], 2)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="real_nodes")
     parser.add_argument("-k", "--k8s-version", default=None)
-    parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument("--nodes", default="1,3", help="node counts, comma-separated")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pods", type=int, default=50)
     args = parser.parse_args()
     matrix = load_matrix()
     minor = matrix.minor(args.k8s_version or matrix.default_minor)
-    ready, latencies, rss = [], [], {}
-    for run in range(args.runs):
-        with LocalCluster(minor.name, real_pools=[RealPool("b", count=args.nodes, gpus=2)]) as cluster:
-            assert cluster.real is not None
-            ready.append(round(cluster.real.ready_seconds, 2))
-            if run == 0 and args.pods:
-                latencies = pod_latencies(cluster, sorted(cluster.real.nodes), args.pods)
-                rss = memory(cluster)
-    q = statistics.quantiles(latencies, n=10) if len(latencies) > 1 else [0.0] * 9
+    counts = [int(n) for n in args.nodes.split(",")]
+    ready: dict[int, list[float]] = {n: [] for n in counts}
+    latencies: list[float] = []
+    rss: dict[str, dict[str, int]] = {}
+    for n in counts:
+        for _ in range(args.runs):
+            with LocalCluster(minor.name, real_pools=[RealPool("b", count=n, gpus=2)]) as cluster:
+                assert cluster.real is not None
+                ready[n].append(round(cluster.real.ready_seconds, 2))
+                if not latencies and args.pods:
+                    latencies = pod_latencies(cluster, sorted(cluster.real.nodes), args.pods)
+                    rss = memory(cluster)
+            print(f"# {n} node(s): Ready in {ready[n][-1]} s", file=sys.stderr, flush=True)
     result = {
         "bench": "real_nodes",
         "kubernetes": minor.kubernetes,
-        "nodes": args.nodes,
-        "ready_runs_s": ready,
-        "ready_median_s": statistics.median(ready),
-        "pod_running_p50_s": round(statistics.median(latencies), 2) if latencies else None,
-        "pod_running_p90_s": round(q[8], 2),
+        "ready_runs_s": {str(n): r for n, r in ready.items()},
+        "ready_median_s": {str(n): statistics.median(r) for n, r in ready.items()},
+        "pods": len(latencies),
+        "pod_running_p50_s": percentile(latencies, 50),
+        "pod_running_p90_s": percentile(latencies, 90),
         "rss_mib": rss,
     }
     print(json.dumps(result))

@@ -70,13 +70,13 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     fleet = None if args.no_fleet else Path(args.fleet) if args.fleet else gpufleet.DEMO_FLEET
     if fleet is not None:
         gpufleet.read_fleet(fleet)  # one line now, not a failed start later
+    if args.real_nodes:  # before any build: an unbuilt kubelet is one line, nothing started
+        from harness.clusters.realnodes import RealPool, real_node_parts
+
+        real_node_parts(matrix, minor, [RealPool(count=args.real_nodes)])
     if named.running(args.name) is None:
         ensure_controlplane(minor)  # build in the foreground, where progress is visible
         ensure_kwok(matrix)
-    if args.real_nodes:
-        from harness.clusters.realnodes import RealPool, real_node_parts
-
-        real_node_parts(matrix, minor, [RealPool(count=args.real_nodes)])  # one line if not built
     record, already = named.up(
         args.name, minor, profile, explicit=explicit, real_nodes=args.real_nodes, fleet=fleet
     )
@@ -226,6 +226,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def real_node_count(text: str) -> int:
+    from harness.clusters.realnodes import MAX_NODES
+
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_NODES:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_NODES}, got {text!r}")
+    return count
+
+
 def _now() -> str:
     from harness.matrix import new_run_id
 
@@ -265,9 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("-g", "--gates", type=nonempty)
             p.add_argument(
                 "--real-nodes",
-                type=int,
+                type=real_node_count,
                 default=0,
-                choices=range(9),
                 metavar="N",
                 help="N real nodes (kubelet + containerd, make nodeparts), besides kwok pools",
             )

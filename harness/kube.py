@@ -83,10 +83,20 @@ class Kube:
         created: Obj = res.create(body=body, namespace=ns if res.namespaced else None).to_dict()
         return created
 
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
-        """Delete; False when it was already gone."""
+    def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace: int | None = None,
+    ) -> bool:
+        """Delete; False when it was already gone. `grace=0` with a pod is a force delete: the
+        object goes at once, whatever the kubelet is still doing."""
+        body = None if grace is None else {"gracePeriodSeconds": grace}
         try:
-            self.resource(api_version, kind).delete(name=name, namespace=namespace)
+            self.resource(api_version, kind).delete(name=name, namespace=namespace, body=body)
         except NotFoundError:
             return False
         return True

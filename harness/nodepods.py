@@ -27,11 +27,13 @@ def env_pod(
     *,
     limits: Mapping[str, str] | None = None,
     claim_templates: Mapping[str, str] | None = None,
+    claims: Mapping[str, str] | None = None,
 ) -> Obj:
-    """A pod on `node` whose container prints its environment, then idles."""
-    container = b.container(limits=limits, claims=list(claim_templates or {}))
+    """A pod on `node` whose container prints its environment, then idles; `claims` names
+    existing ResourceClaims (pod claim name -> claim)."""
+    container = b.container(limits=limits, claims=[*(claim_templates or {}), *(claims or {})])
     container |= {"image": image, "imagePullPolicy": "Never", "command": ENV_COMMAND}
-    pod = b.pod(name, namespace, containers=[container], claim_templates=claim_templates)
+    pod = b.pod(name, namespace, containers=[container], claim_templates=claim_templates, claims=claims)
     pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}  # the scheduler still allocates
     pod["spec"]["automountServiceAccountToken"] = False
     return pod

@@ -330,6 +330,13 @@ PYTEST = [  # the plugin's options: pytest's usage error, exit 4
     Row(
         "pytest-unknown-version", ("--k8s-version=1.99",), 4, r"^ERROR: unknown Kubernetes version", "pytest"
     ),
+    Row(
+        "pytest-real-nodes-not-local",
+        ("--real-nodes", "--cluster-provider=kind"),
+        4,
+        r"^ERROR: --real-nodes needs --cluster-provider local, not kind$",
+        "pytest",
+    ),
 ]
 
 # ---- cluster lifecycle: a name is a DNS label of at most 40 characters, so no path can leave
@@ -368,6 +375,30 @@ LIFECYCLE: list[Row] = [
         r"^dra-harness: unknown Kubernetes version",
     ),
     Row("cluster-up-unknown-g", ("cluster", "up", "-g", "all"), 1, r"^dra-harness: .*profile"),
+    # The row's cache is empty: no kubelet is built, so the line says how to build it.
+    Row(
+        "cluster-up-real-nodes-kubelet-not-built",
+        ("cluster", "up", "-k", "1.36", "--real-nodes", "1"),
+        1,
+        r"^dra-harness: the kubelet v1\.36\.\d+ is not built: run `dra-harness controlplane build -k 1\.36 "
+        r"--nodes` \(or `make nodeparts K8S=1\.36`\)$",
+    ),
+    *(
+        Row(
+            f"cluster-up-real-nodes-{label}",
+            ("cluster", "up", f"--real-nodes={value}"),
+            2,
+            rf"^dra-harness cluster up: error: argument --real-nodes: expected a whole number from 1 to 8, "
+            rf"got '{value}' \(see --help\)$",
+        )
+        for label, value in (
+            ("zero", "0"),
+            ("negative", "-2"),
+            ("huge", "100000"),
+            ("word", "two"),
+            ("float", "1.5"),
+        )
+    ),
     Row(
         "cluster-down-planted-symlink",
         ("cluster", "down", "--name", "planted"),

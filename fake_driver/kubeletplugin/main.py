@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import signal
 import threading
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from fake_driver.kubeletplugin.server import (
     DEFAULT_REGISTRY_DIR,
     DEFAULT_SUPPORTED_VERSIONS,
     PluginServer,
+    socket_paths,
 )
 from fake_driver.paths import socket_problem, unwritable
 
@@ -58,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(DEFAULT_SUPPORTED_VERSIONS),
         help="GetInfo supported_versions, in preference order",
     )
+    ap.add_argument(
+        "--rolling-update-uid",
+        type=instance_uid,
+        help="this instance's UID (a DaemonSet passes its pod's UID): sockets named per instance and "
+        "state shared under a file lock, so a new instance serves beside the old one "
+        "(kubeletplugin RollingUpdate; kubelet >= 1.33)",
+    )
     ap.add_argument("--no-publish", action="store_true", help="do not publish ResourceSlices")
     ap.add_argument(
         "--republish-interval",
@@ -66,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between checks that the node's slices are still published (0: never)",
     )
     return ap
+
+
+def instance_uid(text: str) -> str:
+    """A UID as a socket name part: letters, digits, '-' and '_' (a pod UID is a UUID)."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", text):
+        raise argparse.ArgumentTypeError(f"expected 1-64 letters, digits, '-' or '_', got {text!r}")
+    return text
 
 
 def api_client(kubeconfig: str | None) -> Any:
@@ -132,7 +148,8 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
     minor = args.minor or server_minor(api)
     node = resolve_node(fleet, args.node_name, label_pool, args.pool)
     driver = node.pool.personality.driver
-    check_sockets(args.plugins_dir / driver / "dra.sock", args.registry_dir / f"{driver}-reg.sock")
+    instance = args.rolling_update_uid or ""
+    check_sockets(*socket_paths(args.registry_dir, args.plugins_dir, driver, instance))
     plugin = KubeletPlugin(
         node,
         apilimits.parse_minor(minor),
@@ -140,6 +157,7 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
         plugin_dir=args.plugins_dir / driver,
         cdi_root=args.cdi_root,
         faults_file=args.faults_file,
+        shared=bool(instance),
     )
     publisher = None
     if api is not None and not args.no_publish:
@@ -152,7 +170,11 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     with PluginServer(
-        plugin, registry_dir=args.registry_dir, plugins_dir=args.plugins_dir, supported_versions=versions
+        plugin,
+        registry_dir=args.registry_dir,
+        plugins_dir=args.plugins_dir,
+        supported_versions=versions,
+        instance=instance,
     ) as server:
         print(f"serving {server.dra_socket} (registration {server.registration_socket})", flush=True)
         keep_published(publisher, node.name, stop, args.republish_interval)

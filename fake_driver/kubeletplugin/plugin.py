@@ -9,9 +9,11 @@ claim that is not prepared succeeds.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -151,7 +153,11 @@ class KubeletPlugin:
         cdi_root: Path,
         faults: PluginFaults | None = None,
         faults_file: Path | None = None,
+        shared: bool = False,
     ) -> None:
+        """`shared`: another instance of the driver serves the same node at the same time (a
+        rolling update), so every call holds `<plugin_dir>/serialize.lock` and reads the
+        checkpoint afresh, as the kubeletplugin library's Serialize does across instances."""
         self.node = node
         self.driver = node.pool.personality.driver
         self.rendered = render_node(node, minor)
@@ -162,12 +168,25 @@ class KubeletPlugin:
         self.faults = faults
         self.faults_file = faults_file
         self.checkpoint_path = plugin_dir / checkpoint.CHECKPOINT_FILE
+        self.shared = shared
         self._lock = threading.Lock()  # prepare/unprepare are serialised, like NVIDIA's pu.lock
         self._prepared = checkpoint.load(self.checkpoint_path)
 
+    @contextlib.contextmanager
+    def _serialized(self) -> Iterator[None]:
+        with self._lock:
+            if not self.shared:
+                yield
+                return
+            self.plugin_dir.mkdir(parents=True, exist_ok=True)
+            with (self.plugin_dir / "serialize.lock").open("a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+                self._prepared = checkpoint.load(self.checkpoint_path)
+                yield
+
     @property
     def prepared(self) -> dict[str, PreparedClaim]:
-        with self._lock:
+        with self._serialized():
             return dict(self._prepared)
 
     def current_faults(self) -> PluginFaults:
@@ -177,7 +196,7 @@ class KubeletPlugin:
         faults = self.current_faults()
         if faults.grpc_error:
             raise InjectedGrpcError(faults.grpc_error)
-        with self._lock:
+        with self._serialized():
             out = {ref.uid: self._prepare_one(ref, faults) for ref in refs}
             checkpoint.save(self.checkpoint_path, self._prepared)
         return out
@@ -187,7 +206,7 @@ class KubeletPlugin:
         if faults.grpc_error:
             raise InjectedGrpcError(faults.grpc_error)
         out: dict[str, ClaimResult] = {}
-        with self._lock:
+        with self._serialized():
             for ref in refs:
                 injected = PluginFaults.lookup(faults.unprepare_errors, ref)
                 if injected:

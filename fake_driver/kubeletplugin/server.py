@@ -1,9 +1,16 @@
 """gRPC servers of the kubelet plugin on unix sockets: registration and the DRA service.
 
-Socket layout (DRAlib ``kubeletplugin`` defaults, without rolling update)::
+Socket layout (DRAlib ``kubeletplugin`` defaults)::
 
     <registry_dir>/<driver>-reg.sock      pluginregistration.Registration
     <plugins_dir>/<driver>/dra.sock       k8s.io.kubelet.pkg.apis.dra.{v1,v1beta1}.DRAPlugin
+
+and with an instance UID (its ``RollingUpdate(uid)`` option: two instances serve side by side
+while the newer replaces the older; k8s.io/dynamic-resource-allocation@v0.37.2
+kubeletplugin/draplugin.go)::
+
+    <registry_dir>/<driver>-<uid>-reg.sock    (shorter names when the path is too long)
+    <plugins_dir>/<driver>/dra-<uid>.sock
 
 The DRA socket is served before the registration socket appears, so a kubelet that finds the
 registration socket can always reach the endpoint it is given.
@@ -11,6 +18,9 @@ registration socket can always reach the endpoint it is given.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent import futures
@@ -37,6 +47,32 @@ PLUGIN_TYPE = "DRAPlugin"  # pluginregistration constants.go
 V1_SERVICE = "v1.DRAPlugin"
 V1BETA1_SERVICE = "v1beta1.DRAPlugin"
 DEFAULT_SUPPORTED_VERSIONS = (V1_SERVICE, V1BETA1_SERVICE)
+UNIX_PATH_MAX = 108  # draplugin.go unixPathMax
+
+
+def _b64_sha256(text: str, size: int) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()[:size]).decode().rstrip("=")
+
+
+def registration_socket_name(registry_dir: Path, driver: str, instance: str = "") -> str:
+    """draplugin.go RollingUpdateRegistrarSocketFile: the first of <driver>-<uid>-reg.sock,
+    <driver>-<b64(sha256(uid)[:8])>-reg.sock, dra-<b64(sha256(driver NUL uid)[:16])>-reg.sock
+    whose path fits; without an instance, <driver>-reg.sock."""
+    if not instance:
+        return f"{driver}-reg.sock"
+    candidates = [
+        f"{driver}-{instance}-reg.sock",
+        f"{driver}-{_b64_sha256(instance, 8)}-reg.sock",
+        f"dra-{_b64_sha256(driver + chr(0) + instance, 16)}-reg.sock",
+    ]
+    fits = [c for c in candidates if len(str(registry_dir / c)) <= UNIX_PATH_MAX]
+    return fits[0] if fits else candidates[-1]
+
+
+def socket_paths(registry_dir: Path, plugins_dir: Path, driver: str, instance: str = "") -> tuple[Path, Path]:
+    """(DRA socket, registration socket) of one plugin instance."""
+    dra = plugins_dir / driver / (f"dra-{instance}.sock" if instance else "dra.sock")
+    return dra, registry_dir / registration_socket_name(registry_dir, driver, instance)
 
 
 def _claims(request: Any) -> list[ClaimRef]:
@@ -52,7 +88,7 @@ class _DraService:
         self.has_share_id = has_share_id
 
     def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-        results = self._call(self.plugin.prepare, request, context)
+        results = self._call("NodePrepareResources", self.plugin.prepare, request, context)
         resp = self.pb.NodePrepareResourcesResponse()
         for uid, r in results.items():
             entry = resp.claims[uid]
@@ -71,16 +107,19 @@ class _DraService:
         return resp
 
     def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-        results = self._call(self.plugin.unprepare, request, context)
+        results = self._call("NodeUnprepareResources", self.plugin.unprepare, request, context)
         resp = self.pb.NodeUnprepareResourcesResponse()
         for uid, r in results.items():
             resp.claims[uid].error = r.error
         return resp
 
     @staticmethod
-    def _call(fn: Any, request: Any, context: grpc.ServicerContext) -> dict[str, ClaimResult]:
+    def _call(method: str, fn: Any, request: Any, context: grpc.ServicerContext) -> dict[str, ClaimResult]:
+        refs = _claims(request)
+        # One line per call on stderr (the process log): which instance served which claim.
+        print(f"{method} {' '.join(f'{r.key}/{r.uid}' for r in refs)}", file=sys.stderr, flush=True)
         try:
-            result: dict[str, ClaimResult] = fn(_claims(request))
+            result: dict[str, ClaimResult] = fn(refs)
         except InjectedGrpcError as err:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(err))
         return result
@@ -125,10 +164,12 @@ class PluginServer:
         plugins_dir: Path = DEFAULT_PLUGINS_DIR,
         supported_versions: Sequence[str] = DEFAULT_SUPPORTED_VERSIONS,
         workers: int = 4,
+        instance: str = "",
     ) -> None:
         self.plugin = plugin
-        self.dra_socket = plugins_dir / plugin.driver / "dra.sock"
-        self.registration_socket = registry_dir / f"{plugin.driver}-reg.sock"
+        self.dra_socket, self.registration_socket = socket_paths(
+            registry_dir, plugins_dir, plugin.driver, instance
+        )
         self.registration = _RegistrationService(plugin.driver, self.dra_socket, supported_versions)
         self.workers = workers
         self._servers: list[grpc.Server] = []

@@ -7,6 +7,7 @@ from pathlib import Path
 from harness.clusters.base import Cluster
 from harness.clusters.existing import ExistingCluster
 from harness.clusters.local import LocalCluster
+from harness.clusters.realnodes import RealPool
 from harness.errors import HarnessError
 
 PROVIDERS = ("local", "kind", "existing")
@@ -20,9 +21,12 @@ def make_cluster(
     kubeconfig: Path | None = None,
     run_dir: Path | None = None,
     keep: bool = False,
+    real_nodes: bool = False,
 ) -> Cluster:
+    """`real_nodes`: the local cluster is ready for real nodes (RealNodes.add_pool), with none yet."""
     if provider == "local":
-        return LocalCluster(minor, profile, run_dir=run_dir, keep_run_dir=keep)
+        pools = [RealPool("real", count=0)] if real_nodes else []
+        return LocalCluster(minor, profile, run_dir=run_dir, keep_run_dir=keep, real_pools=pools)
     if provider == "existing":
         if kubeconfig is None:
             raise HarnessError("--cluster-provider existing needs --kubeconfig")

@@ -18,6 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fake_driver.kubeletplugin import checkpoint
+from fake_driver.kubeletplugin.server import socket_paths
+from harness.builders import PAUSE_IMAGE
 from harness.clusters import health
 from harness.clusters.hoststate import CGROUP_ROOT, make_cgroup
 from harness.clusters.kubeconfig import write_kubeconfig
@@ -126,6 +129,9 @@ class RealNode:
         for archive in (self.parts.pause_archive, self.parts.busybox_archive):
             if self._ctr("-n", "k8s.io", "images", "import", str(archive)) is None:
                 raise self._failed("containerd", f"cannot import {archive.name}")
+        # Pods made for kwok nodes name this pause image: they run unchanged on a real node.
+        if self._ctr("-n", "k8s.io", "images", "tag", "--force", self.parts.pause_ref, PAUSE_IMAGE) is None:
+            raise self._failed("containerd", f"cannot tag {self.parts.pause_ref} as {PAUSE_IMAGE}")
 
     def start_kubelet(self) -> None:
         n = self.layout
@@ -157,22 +163,7 @@ class RealNode:
         n, py = self.layout, sys.executable
         since = self._log_size("kubelet")
         if component == "kubelet-plugin":
-            self._launch(
-                component,
-                [
-                    *[py, "-m", "fake_driver.kubeletplugin", f"--node-name={n.name}"],
-                    *[f"--fleet={self.spec.fleet_file}", f"--kubeconfig={self.admin_kubeconfig}"],
-                    f"--registry-dir={n.kubelet_root / 'plugins_registry'}",
-                    f"--plugins-dir={n.kubelet_root / 'plugins'}",
-                    f"--cdi-root={n.cdi_dir}",
-                    f"--faults-file={self.faults_file}",
-                ],
-            )
-            # pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go logs this once it can call the plugin.
-            line = f'"Connection changed" logger="DRA registration handler" driverName="{self.spec.driver}"'
-            self._wait(
-                component, lambda: self._logged("kubelet", since, line, "connected=true"), "registered"
-            )
+            self.start_plugin_instance()
         elif component == "device-plugin":
             argv = [py, "-m", "fake_driver.deviceplugin", f"--node-name={n.name}"]
             argv += [f"--fleet={self.spec.fleet_file}", "--no-api", f"--plugin-dir={n.device_plugins}"]
@@ -186,6 +177,49 @@ class RealNode:
             self._wait(component, lambda: health.get(healthz)[0] == 200, "healthy")
         else:
             self.start_containerd()
+
+    def start_plugin_instance(self, uid: str = "") -> str:
+        """The fake driver's kubelet plugin; with `uid`, one instance of a rolling update
+        (sockets named per instance, beside any other instance). Returns once the kubelet has
+        connected to it; the component's name (`kubelet-plugin` or `kubelet-plugin@<uid>`)."""
+        n, since = self.layout, self._log_size("kubelet")
+        component = f"kubelet-plugin@{uid}" if uid else "kubelet-plugin"
+        self._launch(
+            component,
+            [
+                *[sys.executable, "-m", "fake_driver.kubeletplugin", f"--node-name={n.name}"],
+                *[f"--fleet={self.spec.fleet_file}", f"--kubeconfig={self.admin_kubeconfig}"],
+                f"--registry-dir={n.kubelet_root / 'plugins_registry'}",
+                f"--plugins-dir={n.kubelet_root / 'plugins'}",
+                f"--cdi-root={n.cdi_dir}",
+                f"--faults-file={self.faults_file}",
+                *([f"--rolling-update-uid={uid}"] if uid else []),
+            ],
+        )
+        endpoint = self.plugin_socket(uid)
+        # pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go logs this once it can call the plugin.
+        line = f'"Connection changed" logger="DRA registration handler" driverName="{self.spec.driver}"'
+        self._wait(
+            component,
+            lambda: self._logged("kubelet", since, line, f'endpoint="{endpoint}" connected=true'),
+            "registered",
+        )
+        return component
+
+    def plugin_socket(self, uid: str = "") -> Path:
+        """The DRA socket of the plugin (instance) the kubelet dials."""
+        root = self.layout.kubelet_root
+        return socket_paths(root / "plugins_registry", root / "plugins", self.spec.driver, uid)[0]
+
+    def prepared_claims(self) -> set[str]:
+        """UIDs of the claims the fake plugin holds prepared (its checkpoint, shared by instances)."""
+        return set(checkpoint.load(self.plugin_socket().parent / checkpoint.CHECKPOINT_FILE))
+
+    def plugin_calls(self, component: str, method: str) -> list[str]:
+        """`namespace/name/uid` of each claim in each `method` call the plugin (instance)
+        `component` served, from the line it logs per call."""
+        rows = self.log_path(component).read_text(errors="replace").splitlines()
+        return [ref for row in rows if row.startswith(f"{method} ") for ref in row.split()[1:]]
 
     def restart(self, component: str) -> None:
         self.stop_component(component)

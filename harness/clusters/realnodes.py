@@ -7,6 +7,7 @@ their nodes started side by side, and a teardown that leaves the host as it was.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from fake_driver.legacy import LEGACY_RESOURCE
 from fake_driver.personalities import get_personality
 from harness.clusters import hoststate
 from harness.clusters.nodeconfig import NodeLayout
@@ -23,7 +25,7 @@ from harness.clusters.pki import ClusterPKI
 from harness.clusters.realnode import NodeSpec, RealNode
 from harness.controlplane.nodeparts import NodeBinaries, node_parts
 from harness.errors import HarnessError
-from harness.kube import Kube
+from harness.kube import Kube, Obj
 from harness.versions import Matrix, Minor
 from harness.waits import TIMEOUTS, wait_for
 
@@ -91,63 +93,110 @@ class RealNodes:
         self.slot: hoststate.Slot | None = None
         self.nodes: dict[str, RealNode] = {}
         self.ready_seconds: float = 0.0
+        self._cluster: tuple[str, ClusterPKI, Path, str]  # what start() was given, for add_pool
 
     def node(self, name: str) -> RealNode:
         return self.nodes[name]
 
     def start(self, server: str, pki: ClusterPKI, admin_kubeconfig: Path, default_minor: str) -> None:
         started = time.monotonic()
-        self.slot = slot = hoststate.claim()
-        bridge = f"{slot.link_prefix}x"
-        hoststate.ip("link", "add", bridge, "type", "bridge")
-        hoststate.ip("link", "set", bridge, "up")
-        fleet_file = self.run_dir / "real-fleet.yaml"
-        fleet_file.write_text(yaml.safe_dump({"pools": [p.fleet_pool() for p in self.pools]}))
-        index = 0
-        for pool in self.pools:
-            for name in pool.node_names():
-                spec = NodeSpec(
-                    layout(slot, self.run_dir, name, index),
-                    {POOL_LABEL: pool.name, REAL_LABEL: "true", "type": "real", **pool.labels},
-                    fleet_file,
-                    pool.device_plugin,
-                    self.gates[pool.minor or default_minor],
-                    get_personality(pool.personality).driver,
-                )
-                parts = self.parts[pool.minor or default_minor]
-                self.nodes[name] = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)
-                hoststate.ip("addr", "add", f"{spec.layout.ip}/32", "dev", bridge)
-                index += 1
-        # Side by side, step by step: the slow steps (containerd, kubelet start) overlap.
-        for step in ("prepare", "start_namespace", "start_containerd", "start_kubelet"):
-            for node in self.nodes.values():
-                getattr(node, step)()
-        self._wait_registered(admin_kubeconfig)
-        for node in self.nodes.values():
-            node.start_plugins()
-        self.wait_ready(admin_kubeconfig)
+        self._cluster = (server, pki, admin_kubeconfig, default_minor)
+        self.slot = hoststate.claim()
+        hoststate.ip("link", "add", self._bridge, "type", "bridge")
+        hoststate.ip("link", "set", self._bridge, "up")
+        fleet = self._fleet_file("real-fleet", [p for p in self.pools if p.count])
+        self._start_nodes([node for pool in self.pools for node in self._add_nodes(pool, fleet)])
         self.ready_seconds = time.monotonic() - started
 
-    def _wait_registered(self, kubeconfig: Path) -> None:
-        kube = Kube.from_kubeconfig(kubeconfig)
+    @property
+    def _bridge(self) -> str:
+        assert self.slot is not None
+        return f"{self.slot.link_prefix}x"
+
+    def add_pool(self, pool: RealPool) -> list[RealNode]:
+        """Another pool on the running cluster (a test's own nodes); Ready when this returns."""
+        if sum(p.count for p in self.pools) + pool.count > MAX_NODES:
+            raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
+        self.pools.append(pool)
         try:
-            wait_for(
-                lambda: self._observe(kube, lambda n: True),
-                lambda seen: len(seen) == len(self.nodes),
-                timeout=TIMEOUTS.node_ready,
-                describe=f"real nodes {sorted(self.nodes)} registered",
+            nodes = self._add_nodes(pool, self._fleet_file(f"fleet-{pool.name}", [pool]))
+            self._start_nodes(nodes)
+        except BaseException:
+            self.remove_pool(pool.name)
+            raise
+        return nodes
+
+    def remove_pool(self, name: str) -> None:
+        """Stop the pool's nodes and give back what they held (cgroups, state, addresses); their
+        Node objects stay for the caller to delete (their slices go with them)."""
+        pool = next((p for p in self.pools if p.name == name), None)
+        if pool is None:
+            return
+        for node in [self.nodes.pop(n) for n in pool.node_names() if n in self.nodes]:
+            node.stop()
+            for cgroup in (node.layout.cgroup, node.tracking_cgroup):
+                hoststate.remove_cgroup(cgroup)
+            hoststate.delete_links(node.layout.cni_bridge)
+            subprocess.run(["ip", "addr", "del", f"{node.layout.ip}/32", "dev", self._bridge], check=False)
+            shutil.rmtree(node.layout.state, ignore_errors=True)
+            shutil.rmtree(node.layout.root / "containerd", ignore_errors=True)
+        self.pools.remove(pool)
+
+    def _fleet_file(self, name: str, pools: Sequence[RealPool]) -> Path:
+        """The fake driver's fleet for these pools: what each node's plugin publishes."""
+        path = self.run_dir / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"pools": [p.fleet_pool() for p in pools]}))
+        return path
+
+    def _add_nodes(self, pool: RealPool, fleet_file: Path) -> list[RealNode]:
+        assert self.slot is not None
+        server, pki, admin_kubeconfig, default_minor = self._cluster
+        made = []
+        for name in pool.node_names():
+            index = min(set(range(MAX_NODES)) - {n.layout.index for n in self.nodes.values()})
+            spec = NodeSpec(
+                layout(self.slot, self.run_dir, name, index),
+                {POOL_LABEL: pool.name, REAL_LABEL: "true", "type": "real", **pool.labels},
+                fleet_file,
+                pool.device_plugin,
+                self.gates[pool.minor or default_minor],
+                get_personality(pool.personality).driver,
             )
-        finally:
-            kube.close()
+            parts = self.parts[pool.minor or default_minor]
+            self.nodes[name] = node = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)
+            made.append(node)
+            hoststate.ip("addr", "add", f"{spec.layout.ip}/32", "dev", self._bridge)
+        return made
+
+    def _start_nodes(self, nodes: list[RealNode]) -> None:
+        # Side by side, step by step: the slow steps (containerd, kubelet start) overlap.
+        for step in ("prepare", "start_namespace", "start_containerd", "start_kubelet"):
+            for node in nodes:
+                getattr(node, step)()
+        admin_kubeconfig = self._cluster[2]
+        self._wait_nodes(admin_kubeconfig, lambda n: True, "registered", [n.name for n in nodes])
+        for node in nodes:
+            node.start_plugins()
+        self._wait_nodes(admin_kubeconfig, self._ready, "Ready", [n.name for n in nodes])
 
     def wait_ready(self, kubeconfig: Path) -> None:
+        self._wait_nodes(kubeconfig, self._ready, "Ready", list(self.nodes))
+
+    def _ready(self, node: Obj) -> bool:
+        """Ready, and a device-plugin node's GPUs in its allocatable: the kubelet reports them
+        at its next status update, and until then the scheduler sees no device plugin there."""
+        real = self.nodes.get(node["metadata"]["name"])
+        advertised = int(node.get("status", {}).get("allocatable", {}).get(LEGACY_RESOURCE, "0"))
+        return node_ready(node) and (real is None or not real.spec.device_plugin or advertised > 0)
+
+    def _wait_nodes(self, kubeconfig: Path, check: Any, what: str, names: list[str]) -> None:
         kube = Kube.from_kubeconfig(kubeconfig)
         try:
             wait_for(
-                lambda: self._observe(kube, node_ready),
-                lambda seen: len(seen) == len(self.nodes) and all(seen.values()),
+                lambda: {n: ok for n, ok in self._observe(kube, check).items() if n in names},
+                lambda seen: len(seen) == len(names) and all(seen.values()),
                 timeout=TIMEOUTS.node_ready,
-                describe=f"real nodes {sorted(self.nodes)} Ready",
+                describe=f"real nodes {sorted(names)} {what}",
             )
         finally:
             kube.close()
@@ -177,12 +226,14 @@ class RealNodes:
 
 
 def real_node_parts(matrix: Matrix, minor: Minor, pools: Sequence[RealPool]) -> dict[str, NodeBinaries]:
-    """The built parts per minor the pools ask for; one line naming what is missing first."""
+    """The built parts per minor the pools ask for, then the host; one line naming what is
+    missing first (how to build it, what the host lacks)."""
+    minors = {p.minor or minor.name for p in pools}
+    parts = {m: node_parts(matrix.minor(m), matrix) for m in sorted(minors)}
     why = hoststate.missing_requirement()
     if why is not None:
         raise HarnessError(why)
-    minors = {p.minor or minor.name for p in pools}
-    return {m: node_parts(matrix.minor(m), matrix) for m in sorted(minors)}
+    return parts
 
 
 def real_node_apiserver_flags(pki: ClusterPKI) -> list[str]:

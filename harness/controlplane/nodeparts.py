@@ -88,9 +88,10 @@ def _kubelet_digest(minor: Minor) -> str:
 
 
 def kubelet_built(minor: Minor) -> Path | None:
-    """The kubelet of `minor` if it is built from the current inputs (no build here)."""
+    """The kubelet of `minor` if it is built from the current inputs (no build here; no `go`
+    asked for its version when there is no binary to compare)."""
     binary = kubelet_path(minor)
-    return binary if _fresh(binary, _kubelet_digest(minor)) else None
+    return binary if binary.exists() and _fresh(binary, _kubelet_digest(minor)) else None
 
 
 def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
@@ -135,8 +136,8 @@ def _containerd_digest(matrix: Matrix) -> str:
 
 
 def containerd_built(matrix: Matrix) -> Path | None:
-    directory = containerd_dir(matrix)
-    return directory if _fresh(directory / "containerd", _containerd_digest(matrix)) else None
+    binary = containerd_dir(matrix) / "containerd"
+    return binary.parent if binary.exists() and _fresh(binary, _containerd_digest(matrix)) else None
 
 
 def ensure_containerd(matrix: Matrix, progress: Progress = _stderr) -> Path:
@@ -244,8 +245,8 @@ def build_node_parts(minor: Minor, matrix: Matrix, progress: Progress = _stderr)
 
 def node_parts(minor: Minor, matrix: Matrix) -> NodeBinaries:
     """The parts for a real node of `minor`, without building the Go ones: a pool asking for
-    a kubelet or containerd that is not built gets one line saying how to build it."""
-    runc, cni = host_tools(matrix)
+    a kubelet or containerd that is not built gets one line saying how to build it (first:
+    what the host lacks depends on who runs it, what is built does not)."""
     how = (
         f"run `dra-harness controlplane build -k {minor.name} --nodes` (or `make nodeparts K8S={minor.name}`)"
     )
@@ -255,6 +256,7 @@ def node_parts(minor: Minor, matrix: Matrix) -> NodeBinaries:
     ctrd = containerd_built(matrix)
     if ctrd is None:
         raise HarnessError(f"containerd {matrix.nodes.containerd_version} is not built: {how}")
+    runc, cni = host_tools(matrix)
     pause, pause_ref = ensure_pause(minor)
     busybox, busybox_ref = ensure_busybox(matrix)
     return NodeBinaries(kubelet, ctrd, pause, pause_ref, busybox, busybox_ref, runc, cni)

@@ -61,6 +61,7 @@ def test_no_overcommit_and_the_waiting_pod_runs_once_devices_are_freed(
 
 @pytest.mark.parametrize("outcome", ["Succeeded", "Failed"])
 @pytest.mark.bridged
+@pytest.mark.kwok_pods
 def test_scheduler_created_claim_is_released_when_the_pod_completes(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, outcome: str
 ) -> None:

@@ -68,6 +68,7 @@ def test_legacy_gpu_request_gets_a_scheduler_created_claim(
 
 
 @pytest.mark.bridged
+@pytest.mark.kwok_pods  # its init container (the pause image) never ends on a real node
 def test_init_and_regular_containers_share_one_claim_with_exact_mappings(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
 ) -> None:

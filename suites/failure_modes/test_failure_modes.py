@@ -85,6 +85,7 @@ def test_both_stacks_on_the_same_gpus_over_promise_and_are_detected(
 
 @pytest.mark.feature_gate("DRAExtendedResource")
 @pytest.mark.bridged
+@pytest.mark.kwok_pods  # its Job's pod (the pause image) never ends on a real node
 def test_unchanged_deployment_and_job_run_on_a_migrated_pool(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
 ) -> None:
@@ -211,6 +212,7 @@ def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
 
 @pytest.mark.feature_gate("DRAExtendedResource")
 @pytest.mark.bridged
+@pytest.mark.kwok_pods
 def test_node_allocatable_stops_telling_the_truth_after_migration(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
 ) -> None:

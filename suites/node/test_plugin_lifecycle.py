@@ -1,10 +1,13 @@
-"""The fake driver's kubelet plugin restarted under a real kubelet, as upstream's e2e_node
-DRA tests do (test/e2e_node/dra_test.go: "must keep pod running when plugin is restarted",
-"must run pod if NodePrepareResources ... after plugin restart")."""
+"""The fake driver's kubelet plugin restarted, replaced and its pods force-deleted under a real
+kubelet, as upstream's DRA tests do (test/e2e_node/dra_test.go: "must keep pod running when
+plugin is restarted", "must run pod if NodePrepareResources ... after plugin restart";
+test/e2e/dra/dra.go: "must unprepare resources for force-deleted pod")."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from fake_driver.kubeletplugin.cdi import spec_path
 from fixtures.realnodes import RealNodes
 from harness import builders as b
 from harness.clusters.realnode import RealNode
-from harness.kube import Kube, Obj
+from harness.kube import Kube, NotFoundError, Obj
 from harness.nodepods import container_env, device_env, dra_calls, env_pod
 from harness.pods import claims_of, phase, wait_phase
 from harness.waits import TIMEOUTS, assert_stays, wait_for
@@ -21,6 +24,8 @@ from harness.waits import TIMEOUTS, assert_stays, wait_for
 pytestmark = [pytest.mark.real_node]
 DRIVER = "gpu.nvidia.com"
 UNPREPARE = ("NodeUnprepareResources", "OK")
+PREPARE = "NodePrepareResources"
+MAX_PODS = 20
 
 
 def driver_slices(kube: Kube, node: str) -> list[str]:
@@ -53,6 +58,16 @@ def assert_kept(kube: Kube, ns: str, running: Obj, env: dict[str, str], spec: Pa
     assert spec.exists()
 
 
+def wait_one_unprepare(kube: Kube, node: str, before: int, what: str) -> None:
+    """The kubelet's NodeUnprepareResources count rose by exactly one from `before`."""
+    wait_for(
+        lambda: dra_calls(kube, node).get(UNPREPARE, 0) - before,
+        lambda n: n == 1,
+        timeout=TIMEOUTS.deletion,
+        describe=f"one NodeUnprepareResources {what} on {node}",
+    )
+
+
 def node_of(real_nodes: RealNodes, pool: str) -> RealNode:
     assert real_nodes.cluster.real is not None
     return real_nodes.cluster.real.node(real_nodes.node(pool))
@@ -78,12 +93,7 @@ def test_plugin_restart_re_registers_and_the_running_pod_keeps_its_device(
     assert_kept(kube, ns, running, env, spec)
     before = dra_calls(kube, node.name).get(UNPREPARE, 0)
     kube.delete("v1", "Pod", "p", ns)
-    wait_for(
-        lambda: dra_calls(kube, node.name).get(UNPREPARE, 0) - before,
-        lambda n: n == 1,
-        timeout=TIMEOUTS.deletion,
-        describe=f"the restarted plugin unprepared the claim on {node.name}",
-    )
+    wait_one_unprepare(kube, node.name, before, "by the restarted plugin")
     assert not spec.exists()
 
 
@@ -156,3 +166,126 @@ def test_the_kubelet_removes_the_nodes_slices_when_the_plugin_is_gone(
     wait_for(
         slices, lambda names: len(names) == 1, timeout=TIMEOUTS.api_object, describe="slices republished"
     )
+
+
+def test_a_force_deleted_pod_is_unprepared_and_its_claim_deallocated(
+    real_nodes: RealNodes, real_namespace: str, one_gpu: str
+) -> None:
+    """The pod object is gone at once (grace period 0) while its container still runs; the
+    kubelet still tears it down and calls NodeUnprepareResources, and the claim, reserved by
+    no pod any more, is deallocated."""
+    kube, ns, node = real_nodes.kube, real_namespace, node_of(real_nodes, "dra")
+    kube.create(b.resource_claim("external", ns, [b.exact_request("gpu", f"{ns}-gpu")]))
+    kube.create(env_pod("p", ns, real_nodes.image, node.name, claims={"gpu": "external"}))
+    wait_phase(kube, ns, "p", "Running")
+    uid = kube.get(b.resource_api(), "ResourceClaim", "external", ns)["metadata"]["uid"]
+    spec = spec_path(node.layout.cdi_dir, DRIVER, uid)
+    assert spec.exists()
+    assert uid in node.prepared_claims()
+    before = dra_calls(kube, node.name).get(UNPREPARE, 0)
+
+    kube.delete("v1", "Pod", "p", ns, grace=0)
+
+    with pytest.raises(NotFoundError):
+        kube.get("v1", "Pod", "p", ns)
+    wait_one_unprepare(kube, node.name, before, "for the force-deleted pod")
+    assert not spec.exists()
+    assert uid not in node.prepared_claims()
+    claim = wait_for(
+        lambda: kube.get(b.resource_api(), "ResourceClaim", "external", ns),
+        lambda c: not c.get("status", {}).get("allocation"),
+        timeout=TIMEOUTS.deletion,
+        describe="claim external deallocated",
+    )
+    assert not claim["status"].get("reservedFor")
+
+
+def prepare_failures(kube: Kube, node: str) -> int:
+    return sum(n for (method, code), n in dra_calls(kube, node).items() if method == PREPARE and code != "OK")
+
+
+def failed_prepares(kube: Kube, ns: str) -> list[str]:
+    """The kubelet's FailedPrepareDynamicResources messages, but for its reads of a claim the
+    node authorizer refused ("no relationship found between node"): its graph can trail the
+    kubelet's pod informer by a moment (plugin/pkg/auth/authorizer/node), the kubelet retries,
+    and no plugin was called."""
+    return [
+        e.get("message", "")
+        for e in kube.events(ns)
+        if e.get("reason") == "FailedPrepareDynamicResources"
+        and "no relationship found between node" not in e.get("message", "")
+    ]
+
+
+def churn(real_nodes: RealNodes, ns: str, node: str, stage: list[str], seen: list[tuple[str, str]]) -> None:
+    """Pods p0, p1, ... one after another, each created, Running and deleted, until two ran in
+    the last stage of the swap (at most MAX_PODS); `seen` gets (pod, the stage of the swap when
+    it was created) once it ran."""
+    kube = real_nodes.kube
+    for i in range(MAX_PODS):
+        name, at = f"p{i}", stage[-1]
+        kube.create(env_pod(name, ns, real_nodes.image, node, claim_templates={"gpu": "one"}))
+        wait_phase(kube, ns, name, "Running")
+        seen.append((name, at))
+        kube.delete("v1", "Pod", name, ns)
+        if ran_in(seen, "b") >= 2:
+            return
+
+
+def ran_in(seen: list[tuple[str, str]], stage: str) -> int:
+    return sum(at == stage for _, at in seen)
+
+
+def wait_two_ran(seen: list[tuple[str, str]], stage: str, pods: Future[None]) -> None:
+    def ran() -> int:
+        if pods.done():
+            pods.result()  # the churn's own error, if it failed
+        return ran_in(seen, stage)
+
+    wait_for(
+        ran,
+        lambda n: n >= 2,
+        timeout=TIMEOUTS.pod_running * 2,
+        describe=f"2 pods ran while the plugin instances were {stage!r}",
+    )
+
+
+@pytest.fixture
+def dra_node_without_its_plugin(real_nodes: RealNodes) -> Iterator[RealNode]:
+    """dra-0 with its usual plugin stopped; afterwards every instance a test started is
+    stopped and the usual plugin is back."""
+    node = node_of(real_nodes, "dra")
+    node.stop_component("kubelet-plugin")
+    yield node
+    for component in [c for c in node.components if c.startswith("kubelet-plugin@")]:
+        node.stop_component(component)
+    node.start_component("kubelet-plugin")
+
+
+def test_a_rolling_update_of_the_plugin_fails_no_prepare_and_the_new_instance_serves(
+    real_nodes: RealNodes, real_namespace: str, one_gpu: str, dra_node_without_its_plugin: RealNode
+) -> None:
+    """Upstream's seamless upgrade (kubeletplugin RollingUpdate): instance B registers beside A
+    on sockets of its own, the kubelet calls the newest connected instance
+    (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go get()), then A leaves; pods keep starting."""
+    kube, ns, node = real_nodes.kube, real_namespace, dra_node_without_its_plugin
+    a = node.start_plugin_instance(f"a{uuid.uuid4().hex[:8]}")
+    failures = prepare_failures(kube, node.name)
+    stage, seen = ["a"], list[tuple[str, str]]()
+    with ThreadPoolExecutor(1) as pool:
+        pods = pool.submit(churn, real_nodes, ns, node.name, stage, seen)
+        wait_two_ran(seen, "a", pods)
+        b_ = node.start_plugin_instance(f"b{uuid.uuid4().hex[:8]}")
+        stage.append("both")
+        wait_two_ran(seen, "both", pods)
+        node.stop_component(a)
+        stage.append("b")
+        pods.result(timeout=TIMEOUTS.pod_running * 2)
+
+    assert [name for name, _ in seen] == [f"p{i}" for i in range(len(seen))]  # every pod ran
+    assert ran_in(seen, "b") == 2
+    assert prepare_failures(kube, node.name) == failures
+    assert failed_prepares(kube, ns) == []
+    served = {c.rsplit("-gpu-", 1)[0] for c in node.plugin_calls(b_, PREPARE)}
+    assert {f"{ns}/{name}" for name, at in seen if at != "a"} <= served  # B, once it was there
+    assert f"{ns}/p0" in {c.rsplit("-gpu-", 1)[0] for c in node.plugin_calls(a, PREPARE)}

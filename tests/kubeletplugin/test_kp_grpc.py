@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from fake_driver._generated import (
     dra_v1beta1_pb2,
     pluginregistration_v1_pb2,
 )
-from fake_driver.fleet import Fleet, parse_fleet
+from fake_driver.fleet import Fleet
 from fake_driver.kubeletplugin.checkpoint import CheckpointError
 from fake_driver.kubeletplugin.client import channel, dra_stub, registration_stub
 from fake_driver.kubeletplugin.plugin import ClaimRef, KubeletPlugin, StaticClaimSource
@@ -27,16 +25,6 @@ from fake_driver.slices import RenderedPool, render_node
 
 MINOR = (1, 37)
 DRIVER = "gpu.nvidia.com"
-FLEET = """
-pools:
-  - {name: h100, count: 1, profile: h100-80gb-hbm3, gpus: 2, personality: nvidia-v25.12}
-  - name: mig
-    count: 1
-    profile: h100-80gb-hbm3
-    gpus: 1
-    personality: nvidia-v25.12
-    mig: {mode: static, layout: [3g.40gb, 3g.40gb]}
-"""
 NODE = "h100-0"
 # CDI spec rules (cncf-tags/container-device-interface specs-go / pkg/parser): kind is
 # "<vendor>/<class>", device names are alphanumerics plus "_.:-", env entries are KEY=VALUE.
@@ -46,21 +34,8 @@ ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
 
 
 @pytest.fixture(scope="module")
-def fleet() -> Fleet:
-    return parse_fleet(FLEET)
-
-
-@pytest.fixture(scope="module")
 def rendered(fleet: Fleet) -> RenderedPool:
     return render_node(fleet.node(NODE), MINOR)
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    # Short path: unix socket paths are limited to 107 bytes.
-    d = Path(tempfile.mkdtemp(prefix="kp-", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
@@ -68,7 +43,9 @@ def claims() -> StaticClaimSource:
     return StaticClaimSource()
 
 
-def make_plugin(fleet: Fleet, root: Path, claims: StaticClaimSource, node: str = NODE) -> KubeletPlugin:
+def make_plugin(
+    fleet: Fleet, root: Path, claims: StaticClaimSource, node: str = NODE, *, shared: bool = False
+) -> KubeletPlugin:
     return KubeletPlugin(
         fleet.node(node),
         MINOR,
@@ -76,6 +53,7 @@ def make_plugin(fleet: Fleet, root: Path, claims: StaticClaimSource, node: str =
         plugin_dir=root / "plugins" / DRIVER,
         cdi_root=root / "cdi",
         faults_file=root / "faults.json",
+        shared=shared,
     )
 
 
