@@ -15,6 +15,7 @@ from fixtures.realnodes import OLD_POOL, RealNodes, oldest_minor
 from harness import builders as b
 from harness.detectors import detect_double_stack
 from harness.nodepods import container_env, device_env, dra_calls, env_pod
+from harness.objects import Created
 from harness.pods import allocated_devices, claims_of, wait_phase
 from harness.waits import TIMEOUTS, wait_for
 
@@ -69,19 +70,18 @@ def test_claim_template_pod_sees_exactly_its_devices_and_is_unprepared_after(
 
 
 @pytest.mark.feature_gate("DRAExtendedResource")
-def test_bridged_legacy_gpu_pod_sees_the_allocated_gpu(real_nodes: RealNodes, real_namespace: str) -> None:
+def test_bridged_legacy_gpu_pod_sees_the_allocated_gpu(
+    real_nodes: RealNodes, real_namespace: str, real_objects: Created
+) -> None:
     kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node("dra")
     cls = f"{ns}-bridge"
     selectors = [f'device.driver == "{DRIVER}"']
-    kube.create(b.device_class(cls, selectors=selectors, extended_resource_name="nvidia.com/gpu"))
-    try:
-        kube.create(env_pod("legacy", ns, real_nodes.image, node, limits={"nvidia.com/gpu": "1"}))
-        wait_phase(kube, ns, "legacy", "Running")
-        [claim] = claims_of(kube, ns, "legacy")
-        [device] = [r["device"] for r in allocated_devices(claim)]
-        env = device_env(container_env(kube, ns, "legacy"))
-    finally:
-        kube.delete(b.resource_api(), "DeviceClass", cls)
+    real_objects.create(b.device_class(cls, selectors=selectors, extended_resource_name="nvidia.com/gpu"))
+    kube.create(env_pod("legacy", ns, real_nodes.image, node, limits={"nvidia.com/gpu": "1"}))
+    wait_phase(kube, ns, "legacy", "Running")
+    [claim] = claims_of(kube, ns, "legacy")
+    [device] = [r["device"] for r in allocated_devices(claim)]
+    env = device_env(container_env(kube, ns, "legacy"))
     assert env == expected_env(node, [device], f"{ns}/{claim['metadata']['name']}")
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fixtures.requirements import provider_unmet, skip
 from harness.clusters import hoststate
 from harness.clusters.local import LocalCluster
 from harness.clusters.realnodes import RealPool
@@ -36,38 +38,58 @@ with LocalCluster(real_pools=[RealPool("t", count=1, gpus=1)]) as cluster:
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
-def test_host_is_as_before_after_the_owner_gets(sig: signal.Signals, tmp_path: Path) -> None:
+@pytest.fixture
+def quiet_host() -> dict[str, object]:
+    """The host's state before the test, on a host no other real-node cluster uses (its
+    changes would come and go during the comparison)."""
     before = hoststate.snapshot()
+    if before["slots"]:
+        skip(provider_unmet(f"another real-node cluster is running on this host ({before['slots']})"))
+    return before
+
+
+@pytest.fixture
+def owner(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """The owner process and the file it writes its kubeconfig to once its node is up; stopped
+    at the end if the test did not signal it."""
     ready = tmp_path / "kubeconfig"
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(ready)], stdout=subprocess.DEVNULL)
-    try:
-        kubeconfig = wait_for(
-            lambda: ready.read_text() if ready.exists() else "",
-            timeout=TIMEOUTS.component_ready * 2,
-            describe="the owner's cluster with one real node",
-        )
-        kube = Kube.from_kubeconfig(kubeconfig)
-        _, image = ensure_busybox(load_matrix())
-        kube.create(env_pod("p", "default", image, "t-0"))
-        wait_phase(kube, "default", "p", "Running")
-        kube.close()
-        during = hoststate.snapshot()
-        for what in ("processes", "cgroups", "links", "slots"):
-            assert during[what] != before[what], what
-        # The node's mounts (overlays, tmpfs, netns) live in its own namespace, never the host's.
-        assert during["mounts"] == before["mounts"]
-    finally:
-        owner.send_signal(sig)
-        owner.wait(timeout=120)
+    proc = subprocess.Popen([sys.executable, "-c", OWNER, str(ready)], stdout=subprocess.DEVNULL)
+    yield proc, ready
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=120)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_host_is_as_before_after_the_owner_gets(
+    sig: signal.Signals, quiet_host: dict[str, object], owner: tuple[subprocess.Popen[bytes], Path]
+) -> None:
+    before, (proc, ready) = quiet_host, owner
+    kubeconfig = wait_for(
+        lambda: ready.read_text() if ready.exists() else "",
+        timeout=TIMEOUTS.component_ready * 2,
+        describe="the owner's cluster with one real node",
+    )
+    kube = Kube.from_kubeconfig(kubeconfig)
+    _, image = ensure_busybox(load_matrix())
+    kube.create(env_pod("p", "default", image, "t-0"))
+    wait_phase(kube, "default", "p", "Running")
+    kube.close()
+    during = hoststate.snapshot()
+    for what in ("processes", "cgroups", "links", "slots"):
+        assert during[what] != before[what], what
+    # The node's mounts (overlays, tmpfs, netns) live in its own namespace, never the host's.
+    assert during["mounts"] == before["mounts"]
+    proc.send_signal(sig)
+    proc.wait(timeout=120)
     if sig == signal.SIGKILL:
         assert hoststate.snapshot()["slots"] != before["slots"]  # left behind, until the next start
         hoststate.reap_stale()
     assert hoststate.snapshot() == before
 
 
-def test_a_node_that_fails_names_itself_and_leaves_nothing() -> None:
-    before = hoststate.snapshot()
+def test_a_node_that_fails_names_itself_and_leaves_nothing(quiet_host: dict[str, object]) -> None:
+    before = quiet_host
     cluster = LocalCluster(real_pools=[RealPool("bad", labels={"not a label": "x"})])
     with pytest.raises(HarnessError) as failed:
         cluster.start()
@@ -77,13 +99,15 @@ def test_a_node_that_fails_names_itself_and_leaves_nothing() -> None:
     assert hoststate.snapshot() == before
 
 
-def test_two_clusters_with_real_nodes_use_their_own_addresses_bridges_and_cgroups() -> None:
-    before = hoststate.snapshot()
-    first = LocalCluster(real_pools=[RealPool("a", gpus=1)])
-    second = LocalCluster(real_pools=[RealPool("a", gpus=1)])  # the same node name, on purpose
-    try:
-        first.start()
-        second.start()
+def test_two_clusters_with_real_nodes_use_their_own_addresses_bridges_and_cgroups(
+    quiet_host: dict[str, object],
+) -> None:
+    before = quiet_host
+    # The same node name in both, on purpose.
+    with (
+        LocalCluster(real_pools=[RealPool("a", gpus=1)]) as first,
+        LocalCluster(real_pools=[RealPool("a", gpus=1)]) as second,
+    ):
         reals = [c.real for c in (first, second) if c.real is not None and c.real.slot is not None]
         layouts = [r.node("a-0").layout for r in reals]
         assert len({(n.ip, n.cni_bridge, n.cgroup, n.state, n.pod_subnet) for n in layouts}) == 2
@@ -92,7 +116,4 @@ def test_two_clusters_with_real_nodes_use_their_own_addresses_bridges_and_cgroup
         assert second.real is not None
         second.real.wait_ready(second.kubeconfig)
         assert hoststate.snapshot()["sysctls"] != before["sysctls"]
-    finally:
-        first.stop()
-        second.stop()
     assert hoststate.snapshot() == before

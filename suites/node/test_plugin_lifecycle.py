@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fake_driver.kubeletplugin.cdi import spec_path
-from fixtures.realnodes import RealNodes
+from fixtures.realnodes import RealNodes, node_component_down
 from harness import builders as b
 from harness.clusters.realnode import RealNode
 from harness.kube import Kube, NotFoundError, Obj
@@ -101,8 +101,7 @@ def test_a_pod_created_while_the_plugin_is_down_starts_once_it_registers(
     real_nodes: RealNodes, real_namespace: str, one_gpu: str
 ) -> None:
     kube, ns, node = real_nodes.kube, real_namespace, node_of(real_nodes, "dra")
-    node.stop_component("kubelet-plugin")
-    try:
+    with node_component_down(node, "kubelet-plugin"):
         kube.create(env_pod("p", ns, real_nodes.image, node.name, claim_templates={"gpu": one_gpu}))
         assert_stays(
             lambda: phase(kube.get("v1", "Pod", "p", ns)),
@@ -110,8 +109,6 @@ def test_a_pod_created_while_the_plugin_is_down_starts_once_it_registers(
             duration=5.0,
             describe="the pod waits for the driver's plugin",
         )
-    finally:
-        node.start_component("kubelet-plugin")
 
     wait_phase(kube, ns, "p", "Running")
     assert device_env(container_env(kube, ns, "p"))["DRA_CLAIM"].startswith(f"{ns}/p-gpu-")
@@ -158,11 +155,8 @@ def test_the_kubelet_removes_the_nodes_slices_when_the_plugin_is_gone(
         return driver_slices(kube, node.name)
 
     assert len(slices()) == 1
-    node.stop_component("kubelet-plugin")
-    try:
+    with node_component_down(node, "kubelet-plugin"):
         wait_for(slices, lambda names: names == [], timeout=60.0, describe=f"{node.name}'s slices wiped")
-    finally:
-        node.start_component("kubelet-plugin")
     wait_for(
         slices, lambda names: len(names) == 1, timeout=TIMEOUTS.api_object, describe="slices republished"
     )
