@@ -7,6 +7,22 @@ from __future__ import annotations
 Version = tuple[int, int]
 
 
+def implicit_names_recognized(version: Version) -> bool:
+    """Does the scheduler treat `deviceclass.resource.kubernetes.io/<class>` as a DRA-backed
+    extended resource at all?
+
+    1.34.4: no, and the pod is bound with no claim and no device. The name lies in the
+    kubernetes.io namespace, so v1helper.IsExtendedResourceName (pkg/apis/core/v1/helper/
+    helpers.go, IsPrefixedNativeResource) is false: dynamicresources.go
+    hasDeviceClassMappedExtendedResource skips it, and noderesources/fit.go leaves the request
+    to DRA because its resourceToDeviceClass is nil (fitsRequest: "no device class mapping
+    provided"). The cluster promises the pod a device that nothing allocates.
+    1.35+: yes. 1.37.2 pkg/scheduler/util/utils.go IsDRAExtendedResourceName adds the prefix;
+    the 1.35 and 1.36 cells pass the same tests.
+    """
+    return version >= (1, 35)
+
+
 def implicit_name_alongside_explicit(version: Version) -> bool:
     """Does `deviceclass.resource.kubernetes.io/<class>` map to a class that also sets
     extendedResourceName?
