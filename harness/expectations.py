@@ -7,6 +7,20 @@ from __future__ import annotations
 Version = tuple[int, int]
 
 
+def completed_pod_releases_extended_claim(version: Version) -> bool:
+    """Is the scheduler-created claim of a bridged pod released (unreserved and deleted) when
+    the pod completes, or only when the pod object is deleted?
+
+    1.34.4: only when deleted. pkg/controller/resourceclaim/controller.go enqueuePod returns
+    at once for a pod with no spec.resourceClaims ("Nothing to do for it at all"), which a
+    bridged pod never has, so its claim stays allocated and reserved for the finished pod; the
+    garbage collector removes it with the pod (ownerReference).
+    1.35+: released. 1.37.2 controller.go reads pod.Status.ExtendedResourceClaimStatus
+    ("Extended resource claims are stored in ..."); the 1.35 and 1.36 cells pass the test.
+    """
+    return version >= (1, 35)
+
+
 def implicit_names_recognized(version: Version) -> bool:
     """Does the scheduler treat `deviceclass.resource.kubernetes.io/<class>` as a DRA-backed
     extended resource at all?

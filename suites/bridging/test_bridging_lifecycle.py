@@ -9,7 +9,11 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
-from harness.expectations import implicit_name_alongside_explicit, implicit_names_recognized
+from harness.expectations import (
+    completed_pod_releases_extended_claim,
+    implicit_name_alongside_explicit,
+    implicit_names_recognized,
+)
 from harness.kube import Kube
 from harness.objects import Created
 from harness.pods import (
@@ -63,7 +67,7 @@ def test_no_overcommit_and_the_waiting_pod_runs_once_devices_are_freed(
 @pytest.mark.bridged
 @pytest.mark.kwok_pods
 def test_scheduler_created_claim_is_released_when_the_pod_completes(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, outcome: str
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, outcome: str, cell: Cell
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=1)
     kube.create(
@@ -82,6 +86,14 @@ def test_scheduler_created_claim_is_released_when_the_pod_completes(
     kube.create(
         b.legacy_pod("after", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
     )
+    if not completed_pod_releases_extended_claim(cell.number):
+        # 1.34: the finished pod keeps its claim until the pod object goes.
+        pod = wait_unschedulable(kube, namespace, "after")
+        assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
+        [held] = claims_of(kube, namespace, "job")
+        assert [r["device"] for r in allocated_devices(held)] == ["gpu-0"]
+        assert [r["name"] for r in held["status"]["reservedFor"]] == ["job"]
+        kube.delete("v1", "Pod", "job", namespace)
     wait_phase(kube, namespace, "after", "Running")
     wait_for(
         lambda: claims_of(kube, namespace, "job"),
