@@ -48,11 +48,13 @@ class StandinPool:
     def parse(cls, text: str) -> StandinPool:
         parts = text.split(":")
         try:
-            if len(parts) not in (3, 4) or parts[3:] and parts[3] not in ("static", "dynamic"):
+            if len(parts) not in (3, 4) or (parts[3:] and parts[3] not in ("static", "dynamic")):
                 raise ValueError
             return cls(parts[0], int(parts[1]), int(parts[2]), parts[3] if parts[3:] else None)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"pool {text!r}: expected name:count:gpus[:static|dynamic]") from None
+            raise argparse.ArgumentTypeError(
+                f"pool {text!r}: expected name:count:gpus[:static|dynamic]"
+            ) from None
 
 
 def node_pools(pools: Sequence[StandinPool], driver_name: str) -> list[NodePool]:
@@ -135,7 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--kubeconfig", required=True)
     ap.add_argument("--driver-name", required=True)
     ap.add_argument("--personality", default=DEFAULT_PERSONALITY)
-    ap.add_argument("--pool", action="append", type=StandinPool.parse, default=[], help="name:count:gpus[:mig]")
+    ap.add_argument(
+        "--pool", action="append", type=StandinPool.parse, default=[], help="name:count:gpus[:mig]"
+    )
     args = ap.parse_args(argv)
     kube = Kube.from_kubeconfig(args.kubeconfig)
     try:
