@@ -11,7 +11,7 @@ from typing import Any
 from fake_driver.apilimits import parse_minor
 from fake_driver.errors import FakeDriverError
 from fake_driver.fleet import fleet_from_dict
-from fake_driver.personalities import PERSONALITIES, get_personality
+from fake_driver.personalities import PERSONALITIES
 from fake_driver.slices import render_node
 from harness.kube import Obj
 
