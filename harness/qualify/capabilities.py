@@ -49,15 +49,24 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(
         "partitions",
         "MIG / partitionable devices (static and shared-counter)",
-        ("suites/mig/test_static_mig.py::*", "suites/mig/test_dynamic_mig.py::*"),
+        (
+            "suites/mig/test_static_mig.py::*",
+            "suites/mig/test_dynamic_mig.py::*",
+            "suites/driver/test_published_devices.py::test_a_partition*",
+        ),
     ),
     Capability(
         "prioritized-list",
         "Prioritized list (firstAvailable) requests",
-        ("suites/mig/test_prioritized_list.py::*",),
+        (
+            "suites/mig/test_prioritized_list.py::*",
+            "suites/driver/test_published_devices.py::test_prioritized*",
+        ),
     ),
     Capability(
-        "cel-selectors", "CEL selectors on the driver's attributes", ("suites/mig/test_selectors.py::*",)
+        "cel-selectors",
+        "CEL selectors on the driver's attributes",
+        ("suites/mig/test_selectors.py::*", "suites/driver/test_published_devices.py::test_selector*"),
     ),
     Capability("consumable-capacity", "Consumable capacity (shared devices)", ("suites/shared_devices/*",)),
     Capability("gang", "Gang scheduling with the driver's devices", ("suites/gang/*",)),

@@ -31,6 +31,7 @@ from harness.versions import REPO_ROOT
 # driver or the local provider, and only skip on an external driver.
 DEFAULT_SUITES = (
     "suites/bridging",
+    "suites/driver",
     "suites/failure_modes",
     "suites/mig",
     "suites/shared_devices",

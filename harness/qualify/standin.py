@@ -15,11 +15,14 @@ suites can recognise the fake driver by name.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from kubernetes.dynamic.exceptions import ConflictError
 
 from fake_driver.apilimits import parse_minor
 from fake_driver.deviceclasses import render_device_classes
@@ -115,7 +118,8 @@ def install(
         for s in render_node(fleet.node(name), parse_minor(f"{major}.{minor}"), node_uid=uid).slices:
             kube.create(renamed(s, p.driver, driver_name))
     for dc in device_classes(driver_name, personality):
-        kube.create(dc)
+        with contextlib.suppress(ConflictError):  # a second `up` adds pools to the same driver
+            kube.create(dc)
     return names
 
 
