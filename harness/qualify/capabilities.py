@@ -68,7 +68,11 @@ CAPABILITIES: tuple[Capability, ...] = (
         "CEL selectors on the driver's attributes",
         ("suites/mig/test_selectors.py::*", "suites/driver/test_published_devices.py::test_selector*"),
     ),
-    Capability("consumable-capacity", "Consumable capacity (shared devices)", ("suites/shared_devices/*",)),
+    Capability(
+        "consumable-capacity",
+        "Consumable capacity (shared devices)",
+        ("suites/shared_devices/*", "suites/driver/test_published_devices.py::test_a_shared*"),
+    ),
     Capability("gang", "Gang scheduling with the driver's devices", ("suites/gang/*",)),
     Capability("failure-modes", "Failure-mode detectors name staged problems", ("suites/failure_modes/*",)),
     Capability("node-side", "Node-side: kubelet prepares claims (real kubelets only)", ("suites/node/*",)),

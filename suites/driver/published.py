@@ -25,9 +25,10 @@ def strings(device: Obj) -> dict[str, str]:
     return {k: v["string"] for k, v in (device.get("attributes") or {}).items() if "string" in v}
 
 
-def unique_attribute(node: NodeDevices) -> tuple[Obj, str, str] | None:
-    """A device of the class and a string attribute whose value no other device on the node has."""
-    for device in node.matching:
+def unique_attribute(node: NodeDevices, among: Iterable[Obj] = ()) -> tuple[Obj, str, str] | None:
+    """A device of the class (or of `among`) and a string attribute whose value no other device
+    on the node has."""
+    for device in among or node.matching:
         for name, value in sorted(strings(device).items()):
             if sum(strings(d).get(name) == value for d in node.devices) == 1:
                 return device, name, value

@@ -96,3 +96,36 @@ def test_a_partition_device_is_allocated_on_its_node(
     [(request, pool, device)] = allocation(kube, namespace, "part")
     assert (request, pool) == ("part", node.node)
     assert device in {d["name"] for d in parts}
+
+
+@pytest.mark.feature_gate("DRAConsumableCapacity")
+def test_a_shared_device_serves_two_claims(
+    kube: Kube, namespace: str, driver: DriverUnderTest, external_inventory: Callable[[], Inventory]
+) -> None:
+    inv = external_inventory()
+    shared = [(n, d) for n in inv.nodes for d in n.matching if d.get("allowMultipleAllocations")]
+    if not shared:
+        skip(
+            fleet_lacks(
+                driver.device_class,
+                "consumable capacity (devices with allowMultipleAllocations)",
+                inv.summary(),
+            )
+        )
+    node, device = shared[0]
+    found = unique_attribute(node, [device])
+    if found is None:
+        skip(fleet_lacks(driver.device_class, f"an attribute singling out {device['name']}", node.node))
+    _, name, value = found
+    host = {"kubernetes.io/hostname": node.labels["kubernetes.io/hostname"]}
+    for pod in ("first", "second"):
+        request = b.exact_request("gpu", driver.device_class, selectors=[equals(driver.driver, name, value)])
+        create_claim_pod(kube, namespace, pod, [request], host)
+    for pod in ("first", "second"):
+        wait_phase(kube, namespace, pod, "Running")
+
+    assert (
+        allocation(kube, namespace, "first")
+        == allocation(kube, namespace, "second")
+        == [("gpu", node.node, device["name"])]
+    )
