@@ -58,6 +58,14 @@ class ClusterFacts:
         return dict(self.__dict__)
 
 
+def version_problem(major: int, minor: int) -> str:
+    """'' when the suites can run on this version, else the line that says why not."""
+    if (major, minor) >= MIN_VERSION:
+        return ""
+    need = ".".join(map(str, MIN_VERSION))
+    return f"the cluster runs Kubernetes {major}.{minor}; qualification needs >= {need}"
+
+
 def served_apis(kube: Kube) -> list[str]:
     status, body = kube.raw_get("/apis")
     if status != 200:
@@ -104,9 +112,9 @@ def preflight(kube: Kube, driver: str, device_class: str) -> tuple[ClusterFacts,
     try:
         major, minor = kube.server_version()
         facts.git_version, facts.minor = kube.git_version(), f"{major}.{minor}"
-        if (major, minor) < MIN_VERSION:
-            need = ".".join(map(str, MIN_VERSION))
-            return facts, [f"the cluster runs Kubernetes {facts.minor}; qualification needs >= {need}"]
+        too_old = version_problem(major, minor)
+        if too_old:
+            return facts, [too_old]
         facts.apis = served_apis(kube)
         missing = [f"{api} is not served" for api in NEEDED_APIS if api not in facts.apis]
         if missing:
@@ -117,7 +125,7 @@ def preflight(kube: Kube, driver: str, device_class: str) -> tuple[ClusterFacts,
             if not allowed(kube, v, g, r)
         ]
         if denied:
-            return facts, [f"the kubeconfig's user {d}" for d in denied]
+            return facts, [f"the kubeconfig's user may not {', '.join(denied)} (the suites need to)"]
         facts.gates, facts.gates_note = visible_gates(kube)
         return facts, _driver_pieces(kube, facts, driver, device_class)
     except API_ERRORS as err:

@@ -1,0 +1,184 @@
+"""`dra-harness qualify` against a driver it has never heard of: a local cluster of its own,
+the fake driver installed out of band as `gpu.acme.example` (harness/qualify/standin.py) on a
+fleet of 3 nodes with 8, 4 and 2 GPUs (the 2-GPU node with dynamic MIG). The run must have 0
+failures, the expected verdicts and NOT SUPPORTED lines, a Sonobuoy-style tarball and `done`
+file, and an HTML report Chromium renders without a console message. Bad input on the live
+cluster (no slices, no class, no permission) is one line, exit 1, nothing created.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import builders as b
+from harness.clusters.local import LocalCluster
+from harness.kube import Kube
+from harness.qualify.standin import StandinPool, install
+from harness.versions import REPO_ROOT
+from tests.e2e.test_report_renders import ARTIFACTS, _screenshot
+
+DRIVER = "gpu.acme.example"
+FLEET = (StandinPool("big", 1, 8), StandinPool("small", 1, 4), StandinPool("mig", 1, 2, "dynamic"))
+# A few minutes on 2 cores: the suites that exercise the driver, not the whole tree.
+SUITES = ("suites/bridging", "suites/driver", "suites/failure_modes", "suites/shared_devices", "suites/gang")
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The kubeconfig of a cluster of our own with the stand-in driver installed."""
+    cluster = LocalCluster(profile="dra-all", run_dir=tmp_path_factory.mktemp("qualify-cluster"))
+    cluster.start()
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    try:
+        install(kube, FLEET, DRIVER)
+        yield cluster.kubeconfig
+    finally:
+        kube.close()
+        cluster.stop()
+
+
+def _qualify(kubeconfig: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "qualify",
+        f"--kubeconfig={kubeconfig}",
+        f"--out={out}",
+        *args,
+    ]
+    return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, check=False)
+
+
+def test_qualify_on_a_mixed_fleet_passes_and_names_what_is_not_supported(
+    standin: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "results"
+    suites = [f"--suite={s}" for s in SUITES]
+    done = _qualify(standin, out, f"--driver-name={DRIVER}", f"--device-class={DRIVER}", *suites)
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    report = json.loads((out / "qualify.json").read_text())
+    assert report["totals"]["failed"] == report["totals"]["errors"] == 0
+    verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
+    assert verdicts == {
+        "bridging": "PASS",
+        "mixed-pools": "PASS",
+        "partitions": "PASS",
+        "prioritized-list": "PASS",
+        "cel-selectors": "PASS",
+        "consumable-capacity": "NOT SUPPORTED",
+        "gang": "NOT TESTED",
+        "failure-modes": "PASS",
+        "node-side": "NOT TESTED",
+    }
+    summary = "acme-big-0 (8), acme-mig-0 (2), acme-small-0 (4)"
+    assert (
+        "NOT SUPPORTED consumable-capacity: test_a_shared_device_serves_two_claims: needs consumable "
+        f"capacity (devices with allowMultipleAllocations) of class {DRIVER}; the fleet has 3 node(s) "
+        f"with devices of the class: {summary}"
+    ) in done.stdout.splitlines()
+    [gpu] = [k for k in report["inventory"] if k["kind"] == "gpu"]
+    assert (gpu["devices"], gpu["missing"], gpu["extra"]) == (14, [], [])
+    tarball = out / "results.tar.gz"
+    assert (out / "done").read_text() == str(tarball.resolve())
+    with tarfile.open(tarball) as tar:
+        assert {"qualify.json", "qualify.html", "junit.xml", "summary.json"} <= set(tar.getnames())
+    assert report["command"].startswith(f"dra-harness qualify --kubeconfig={standin} --driver-name={DRIVER}")
+
+    png = tmp_path / "qualify.png"
+    messages = _screenshot(out / "qualify.html", png, tmp_path / "profile")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(png, ARTIFACTS / "qualify.png")
+    shutil.copy(out / "qualify.html", ARTIFACTS / "qualify.html")
+    assert messages == []
+
+
+def _no_access_kubeconfig(kubeconfig: Path, tmp_path: Path) -> Path:
+    """A ServiceAccount token bound to nothing."""
+    kube = Kube.from_kubeconfig(kubeconfig)
+    try:
+        kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": "nobody", "namespace": "default"},
+            }
+        )
+        tokens = kube.resource("v1", "ServiceAccount").subresources["token"]
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600},
+        }
+        token = tokens.create(body=request, name="nobody", namespace="default").to_dict()["status"]["token"]  # type: ignore[no-untyped-call]
+    finally:
+        kube.close()
+    server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+    path = tmp_path / "nobody.kubeconfig"
+    path.write_text(yaml.safe_dump(b.token_kubeconfig(server, token, "nobody")))
+    return path
+
+
+def _cluster_objects(kubeconfig: Path) -> dict[str, list[str]]:
+    kube = Kube.from_kubeconfig(kubeconfig)
+    try:
+        return {
+            kind: sorted(o["metadata"]["name"] for o in kube.list(api, kind))
+            for api, kind in (
+                ("v1", "Namespace"),
+                (b.resource_api(), "DeviceClass"),
+                (b.resource_api(), "ResourceSlice"),
+            )
+        }
+    finally:
+        kube.close()
+
+
+@pytest.mark.parametrize(
+    ("case", "args", "line"),
+    [
+        (
+            "no-slices",
+            ("--driver-name=gpu.none.example", f"--device-class={DRIVER}"),
+            "driver gpu.none.example publishes no ResourceSlices",
+        ),
+        (
+            "no-class",
+            (f"--driver-name={DRIVER}", "--device-class=gpu.typo.example"),
+            "DeviceClass gpu.typo.example does not exist "
+            "(classes: gpu.acme.example, mig.gpu.acme.example, vfio.gpu.acme.example)",
+        ),
+        (
+            "no-permission",
+            (f"--driver-name={DRIVER}", f"--device-class={DRIVER}"),
+            "the kubeconfig's user may not create namespaces, delete namespaces, create pods, delete pods, "
+            "list pods, list nodes, list events, create resourcequotas, list resourceslices.resource.k8s.io, "
+            "create deviceclasses.resource.k8s.io, delete deviceclasses.resource.k8s.io, patch "
+            "deviceclasses.resource.k8s.io, create resourceclaims.resource.k8s.io, list "
+            "resourceclaims.resource.k8s.io, create resourceclaimtemplates.resource.k8s.io "
+            "(the suites need to)",
+        ),
+    ],
+)
+def test_bad_input_on_a_live_cluster_is_one_line_and_creates_nothing(
+    standin: Path, tmp_path: Path, case: str, args: tuple[str, ...], line: str
+) -> None:
+    kubeconfig = _no_access_kubeconfig(standin, tmp_path) if case == "no-permission" else standin
+    before = _cluster_objects(standin)
+
+    done = _qualify(kubeconfig, tmp_path / "results", *args)
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"dra-harness: {line}\n"
+    assert not (tmp_path / "results").exists()
+    assert _cluster_objects(standin) == before
