@@ -62,8 +62,11 @@ def _personality_shapes(name: str, minor: str) -> dict[str, tuple[int, Shape, se
             rendered = render_node(node, parse_minor(minor))
         except FakeDriverError:  # this personality has no such MIG mode
             continue
-        for kind, shape in shapes(d for s in rendered.slices for d in s["spec"].get("devices", [])).items():
-            out.setdefault(kind, shape)  # a full GPU as it looks without MIG
+        for kind, (n, attrs, caps) in shapes(
+            d for s in rendered.slices for d in s["spec"].get("devices", [])
+        ).items():
+            had = out.get(kind, (0, {}, set()))  # union over MIG modes: a full GPU gains capacities
+            out[kind] = (had[0] + n, {**had[1], **attrs}, had[2] | caps)
     return out
 
 

@@ -182,3 +182,85 @@ def test_bad_input_on_a_live_cluster_is_one_line_and_creates_nothing(
     assert done.stderr == f"dra-harness: {line}\n"
     assert not (tmp_path / "results").exists()
     assert _cluster_objects(standin) == before
+
+
+VENDOR_TEST = """
+from harness import builders as b
+from harness.pods import claims_of, wait_phase
+
+
+def test_vendor_pod_gets_one_of_our_devices(kube, namespace, driver, gpu_pool):
+    pool = gpu_pool(nodes=1, gpus=1)
+    request = b.exact_request("gpu", driver.device_class)
+    kube.create(b.claim_template("one", namespace, [request]))
+    kube.create(b.template_pod("vendor", namespace, "one", node_selector=pool.node_selector))
+    wait_phase(kube, namespace, "vendor", "Running")
+    [claim] = claims_of(kube, namespace, "vendor")
+    [result] = claim["status"]["allocation"]["devices"]["results"]
+    assert (result["driver"], result["pool"]) == (driver.driver, pool.nodes[0])
+"""
+
+
+def _pip_can_fetch(venv: Path, tmp: Path) -> str:
+    """'' when pip reaches an index (or its cache): the wheel's build needs setuptools."""
+    done = subprocess.run(
+        [str(venv / "bin" / "pip"), "download", "--no-deps", "-q", "-d", str(tmp / "probe"), "build"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+
+
+def test_a_vendor_test_tree_runs_on_the_built_wheel(standin: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    why = _pip_can_fetch(venv, tmp_path)
+    if why:
+        pytest.skip(f"no package index or pip cache reachable: {why}")
+    pip, python = str(venv / "bin" / "pip"), str(venv / "bin" / "python")
+    subprocess.run([pip, "install", "-q", "build"], check=True, timeout=300)
+    built = subprocess.run(
+        [python, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"), str(REPO_ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    [wheel] = (tmp_path / "dist").glob("dra_harness-*.whl")
+    subprocess.run([pip, "install", "-q", str(wheel)], check=True, timeout=600)
+    tree = tmp_path / "vendor_tests"
+    tree.mkdir()
+    (tree / "test_vendor.py").write_text(VENDOR_TEST)
+
+    done = subprocess.run(
+        [
+            python,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            str(tree),
+            "--cluster-provider=existing",
+            f"--kubeconfig={standin}",
+            "--driver=external",
+            f"--driver-name={DRIVER}",
+            f"--device-class={DRIVER}",
+        ],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1].startswith("1 passed")
+    help_text = subprocess.run(
+        [python, "-m", "pytest", "--help"], cwd=tree, capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert "dra-harness:" in help_text
+    assert "--node-selector" in help_text
