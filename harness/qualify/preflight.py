@@ -119,11 +119,7 @@ def preflight(kube: Kube, driver: str, device_class: str) -> tuple[ClusterFacts,
         missing = [f"{api} is not served" for api in NEEDED_APIS if api not in facts.apis]
         if missing:
             return facts, missing
-        denied = [
-            f"may not {v} {r}{'.' + g if g else ''}"
-            for v, g, r in NEEDED_ACCESS
-            if not allowed(kube, v, g, r)
-        ]
+        denied = [f"{v} {r}{'.' + g if g else ''}" for v, g, r in NEEDED_ACCESS if not allowed(kube, v, g, r)]
         if denied:
             return facts, [f"the kubeconfig's user may not {', '.join(denied)} (the suites need to)"]
         facts.gates, facts.gates_note = visible_gates(kube)
