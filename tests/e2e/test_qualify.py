@@ -24,7 +24,7 @@ from harness.clusters.local import LocalCluster
 from harness.kube import Kube
 from harness.qualify.standin import StandinPool, install
 from harness.versions import REPO_ROOT
-from tests.e2e.test_report_renders import ARTIFACTS, _screenshot
+from tests.e2e.test_report_renders import render_to_artifacts
 
 DRIVER = "gpu.acme.example"
 FLEET = (StandinPool("big", 1, 8), StandinPool("small", 1, 4), StandinPool("mig", 1, 2, "dynamic"))
@@ -95,12 +95,9 @@ def test_qualify_on_a_mixed_fleet_passes_and_names_what_is_not_supported(
         assert {"qualify.json", "qualify.html", "junit.xml", "summary.json"} <= set(tar.getnames())
     assert report["command"].startswith(f"dra-harness qualify --kubeconfig={standin} --driver-name={DRIVER}")
 
-    png = tmp_path / "qualify.png"
-    messages = _screenshot(out / "qualify.html", png, tmp_path / "profile")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(png, ARTIFACTS / "qualify.png")
-    shutil.copy(out / "qualify.html", ARTIFACTS / "qualify.html")
+    messages, png = render_to_artifacts(out / "qualify.html", "qualify", tmp_path)
     assert messages == []
+    assert png.stat().st_size > 50_000, f"{png} is {png.stat().st_size} bytes: is the page blank?"
 
 
 def _no_access_kubeconfig(kubeconfig: Path, tmp_path: Path) -> Path:
