@@ -288,6 +288,14 @@ CHECKS: tuple[Check, ...] = (
         "kube-scheduler and kubelet and use a driver that publishes allowMultipleAllocations",
     ),
     Check(
+        "driver-devices",
+        "An installed driver's own devices: selectors, prioritized list, partitions, shared devices",
+        "driver",
+        ("suites/driver/*",),
+        "the installed driver's devices do not allocate as published: read the test's claim and the "
+        "driver's slices of its node",
+    ),
+    Check(
         "gang",
         "Gang scheduling: GPU pods of a group bind all together or not at all",
         "gang",
