@@ -1,15 +1,6 @@
+# The fixture plugins come from the installed package's pytest11 entry point (fixtures/plugin.py,
+# `make venv` installs it), as they do in a vendor's test tree; listing them here too would
+# register fixtures.plugin twice.
 pytest_plugins = [
     "pytester",  # the harness's own tests run pytest on generated test files
-    "fixtures.options",
-    "fixtures.requirements",  # before the plugins importing it, so pytest rewrites its asserts
-    "fixtures.cluster",
-    "fixtures.namespace",
-    "fixtures.nodes",
-    "fixtures.fake_driver",
-    "fixtures.realnodes",  # before fixtures.driver, which imports it
-    "fixtures.driver",
-    "fixtures.reporting",
-    "fixtures.redaction",
-    "fixtures.scan",
-    "fixtures.progress",
 ]

@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from fake_driver.cliargs import OneLineParser, nonempty, nonempty_csv, nonnegative_int, positive_int
 from fake_driver.errors import end_quietly_on_broken_pipe
@@ -134,6 +135,43 @@ def cmd_scan(args: argparse.Namespace) -> int:
     if json_out:
         check_output(json_out, "--json")
     return scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, json_out)
+
+
+def cmd_qualify(args: argparse.Namespace) -> int:
+    from harness.qualify.run import DEFAULT_SUITES, QualifyRequest, qualify
+
+    kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
+    req = QualifyRequest(
+        kubeconfig,
+        args.driver_name,
+        args.device_class,
+        args.extended_resource,
+        args.node_selector,
+        tuple(args.suite) if args.suite else DEFAULT_SUITES,
+        Path(args.out) if args.out else None,
+    )
+    return qualify(req)
+
+
+def add_qualify_parser(sub: Any) -> None:
+    q = sub.add_parser(
+        "qualify",
+        help="qualify an installed DRA driver (exit 0 pass, 3 failure, 1 could not start)",
+    )
+    q.add_argument("--kubeconfig", type=nonempty, help="default: $KUBECONFIG, then ~/.kube/config")
+    q.add_argument(
+        "--driver-name", type=nonempty, required=True, help="the driver's name, e.g. gpu.nvidia.com"
+    )
+    q.add_argument("--device-class", type=nonempty, required=True, help="the DeviceClass of its GPUs")
+    q.add_argument(
+        "--extended-resource", type=nonempty, default="nvidia.com/gpu", help="legacy resource name"
+    )
+    q.add_argument("--node-selector", default="", help="key=value[,key=value]: the nodes tests may use")
+    q.add_argument(
+        "--suite", action="append", type=nonempty, help="test paths (default: the driver's suites)"
+    )
+    q.add_argument("--out", type=nonempty, help="results directory (default: reports/out/qualify-<time>)")
+    q.set_defaults(func=cmd_qualify)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -332,6 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     mx.add_argument("--versions", type=nonempty, help=argparse.SUPPRESS)
     mx.add_argument("--no-report", action="store_true", help="skip the readiness report")
     mx.set_defaults(func=cmd_matrix)  # after --: passed to every cell's pytest
+
+    add_qualify_parser(sub)
 
     rp = sub.add_parser("report", help="the readiness report of a matrix run, or merged from several")
     rp.add_argument("dir", nargs="?", type=nonempty, help="a matrix run (default: the latest in reports/out)")

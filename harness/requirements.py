@@ -19,6 +19,9 @@ class Kind(enum.StrEnum):
     API = "api"  # need: a group/version the API server must serve
     DRIVER_CAPABILITY = "driver_capability"  # capability, required (present/absent)
     PROVIDER = "provider"  # what the cluster provider or driver source cannot do: text
+    # What the installed driver's fleet lacks for the test (external driver): device_class,
+    # need (e.g. ">= 4 devices", "MIG devices"), text (what the fleet has).
+    FLEET = "fleet"
 
 
 class Capability(enum.StrEnum):
@@ -58,6 +61,8 @@ class Reason:
             if self.capability == Capability.BRIDGE:
                 return f"the bridge is available in {self.cell} with {self.driver}"
             return f"{self.driver} installs {self.device_class} without extendedResourceName {self.resource}"
+        if self.kind is Kind.FLEET:
+            return f"needs {self.need} of class {self.device_class}; the fleet has {self.text}"
         return self.text
 
     def _gate_message(self) -> str:

@@ -6,6 +6,7 @@ version reads it from here; malformed files and unknown names fail with one line
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -15,7 +16,16 @@ from typing import Any
 from harness.errors import HarnessError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-VERSIONS_FILE = REPO_ROOT / "versions.toml"
+
+
+def _versions_file() -> Path:
+    """The checkout's versions.toml, or the copy a wheel installs (pyproject data-files)."""
+    in_checkout = REPO_ROOT / "versions.toml"
+    installed = Path(sys.prefix) / "share" / "dra-harness" / "versions.toml"
+    return in_checkout if in_checkout.exists() or not installed.exists() else installed
+
+
+VERSIONS_FILE = _versions_file()
 
 
 class VersionsError(HarnessError):

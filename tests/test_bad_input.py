@@ -31,6 +31,7 @@ NODE = "h100-0"
 REPORT = ("report", "{tmp}/run", "--out", "{tmp}/out")
 LIST = ("matrix", "--list", "--versions", "{tmp}/versions.toml")
 NOT_A_DIR = "afile is not a directory$"
+QUALIFY = ("qualify", "--driver-name", "gpu.acme.example", "--device-class", "gpu.acme.example")
 
 # ---- the catalogue ------------------------------------------------------------------------
 
@@ -63,6 +64,8 @@ USAGE = [  # argparse: exit 2, one line, before anything runs
     Row("matrix-xdist-negative", ("matrix", "-n", "-1"), 2, r"-n/--xdist: must be at least 0, got '-1'"),
     Row("matrix-empty-suite", ("matrix", "--suite", ""), 2, r"--suite: must not be empty"),
     Row("scan-empty-json", ("scan", "--json", ""), 2, r"--json: must not be empty"),
+    Row("qualify-no-driver", ("qualify", "--device-class", "c"), 2, r"required: --driver-name"),
+    Row("qualify-empty-class", ("qualify", "--driver-name", "d", "--device-class", ""), 2, r"must not be"),
     Row("scan-empty-kubeconfig", ("scan", "--kubeconfig", ""), 2, r"--kubeconfig: must not be empty"),
     Row("report-empty-out", ("report", "--out", ""), 2, r"--out: must not be empty"),
     Row("report-empty-dir", ("report", ""), 2, r"argument dir: must not be empty"),
@@ -95,6 +98,30 @@ HARNESS = [  # checked input: exit 1, "dra-harness: <what is wrong>"
     Row("matrix-no-cell-match", ("matrix", "--cells", "9.*/*/*"), 1, r"cell pattern '9.\*/\*/\*' matches no"),
     Row(
         "scan-no-kubeconfig", ("scan", "--kubeconfig", "{tmp}/nope"), 1, r"kubeconfig .*/nope does not exist"
+    ),
+    Row(
+        "qualify-no-kubeconfig",
+        (*QUALIFY, "--kubeconfig", "{tmp}/nope"),
+        1,
+        r"^dra-harness: kubeconfig .*/nope does not exist$",
+    ),
+    Row(
+        "qualify-bad-node-selector",
+        (*QUALIFY, "--kubeconfig", "{tmp}/kubeconfig", "--node-selector", "pool"),
+        1,
+        r"^dra-harness: node selector 'pool': expected key=value\[,key=value\]$",
+    ),
+    Row(
+        "qualify-missing-suite",
+        (*QUALIFY, "--kubeconfig", "{tmp}/kubeconfig", "--suite", "suites/nope"),
+        1,
+        r"^dra-harness: suite suites/nope does not exist$",
+    ),
+    Row(
+        "qualify-unusable-kubeconfig",
+        (*QUALIFY, "--kubeconfig", "{tmp}/kubeconfig"),
+        1,
+        r"^dra-harness: kubeconfig .*/kubeconfig",
     ),
     Row(
         "scan-json-under-a-file",

@@ -34,7 +34,7 @@ def _lines(result: pytest.RunResult) -> list[str]:
 
 def test_a_line_after_every_test_counts_done_failed_and_gives_an_eta(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TESTS)
-    result = pytester.runpytest("-p", "fixtures.progress", "--progress-interval=0", "-p", "no:randomly")
+    result = pytester.runpytest("-p", "no:pytest-kind", "--progress-interval=0", "-p", "no:randomly")
     lines = _lines(result)
     assert len(lines) == 4, result.outlines
     pattern = r"progress (\d\.\d+)/([a-z-]+): (\d)/4 tests(, (\d) failed)?, \d+s elapsed(, ETA \d+s)?"
@@ -51,7 +51,7 @@ def test_a_line_after_every_test_counts_done_failed_and_gives_an_eta(pytester: p
 
 def test_the_default_interval_writes_only_the_last_line_of_a_short_run(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TESTS)
-    lines = _lines(pytester.runpytest("-p", "fixtures.progress", "-p", "no:randomly"))
+    lines = _lines(pytester.runpytest("-p", "no:pytest-kind", "-p", "no:randomly"))
     assert len(lines) == 1
     assert lines[0].startswith("progress ")
     assert ": 4/4 tests, 2 failed, " in lines[0]
@@ -59,4 +59,4 @@ def test_the_default_interval_writes_only_the_last_line_of_a_short_run(pytester:
 
 def test_a_negative_interval_writes_none(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TESTS)
-    assert _lines(pytester.runpytest("-p", "fixtures.progress", "--progress-interval=-1")) == []
+    assert _lines(pytester.runpytest("-p", "no:pytest-kind", "--progress-interval=-1")) == []

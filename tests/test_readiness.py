@@ -233,6 +233,16 @@ KIND_OUTCOMES: dict[Kind, list[tuple[Reason, str, Status, Status]]] = {
             Status.SKIP,
         )
     ],
+    Kind.FLEET: [
+        (
+            Reason(
+                Kind.FLEET, device_class="gpu.example.com", need="MIG devices", text="2 node(s): a (8), b (8)"
+            ),
+            "needs MIG devices of class gpu.example.com; the fleet has 2 node(s): a (8), b (8)",
+            Status.SKIP,
+            Status.SKIP,
+        )
+    ],
 }
 
 

@@ -173,7 +173,12 @@ class KindProvider:
         if self.name in clusters.stdout.split():  # kept by an earlier run: reuse it
             export = ["export", "kubeconfig", "--name", self.name, "--kubeconfig", str(self.kubeconfig)]
             self._check([str(kind), *export])
-        from pytest_kind import KindCluster
+        try:
+            from pytest_kind import KindCluster
+        except ImportError:  # an extra since the wheel is a pytest plugin (pyproject)
+            raise HarnessError(
+                "the kind provider needs pytest-kind: pip install 'dra-harness[kind]'"
+            ) from None
 
         cwd = os.getcwd()
         os.chdir(self.run_dir)  # KindCluster keeps its working files under ./.pytest-kind/<name>

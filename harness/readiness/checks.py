@@ -143,7 +143,7 @@ def reason_meaning(check: Check, r: Reason) -> tuple[Status, str]:
                 return Status.WARN, f"the driver lacks {r.capability}"
             fix = _MAPPING_REMEDIATION.format(personality=r.driver, cls=r.device_class, resource=r.resource)
             return (Status.FAIL if check.bridged else Status.WARN), fix
-        case Kind.PROVIDER:  # the harness could not run it here: says nothing about the platform
+        case Kind.PROVIDER | Kind.FLEET:  # could not run here: says nothing about the platform
             return Status.SKIP, ""
     assert_never(r.kind)
 
@@ -286,6 +286,14 @@ CHECKS: tuple[Check, ...] = (
         ("suites/shared_devices/*",),
         "consumable capacity is not enforced: enable DRAConsumableCapacity on kube-apiserver, "
         "kube-scheduler and kubelet and use a driver that publishes allowMultipleAllocations",
+    ),
+    Check(
+        "driver-devices",
+        "An installed driver's own devices: selectors, prioritized list, partitions, shared devices",
+        "driver",
+        ("suites/driver/*",),
+        "the installed driver's devices do not allocate as published: read the test's claim and the "
+        "driver's slices of its node",
     ),
     Check(
         "gang",

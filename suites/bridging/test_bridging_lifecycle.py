@@ -34,8 +34,9 @@ def test_no_overcommit_and_the_waiting_pod_runs_once_devices_are_freed(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=2)
+    all_gpus = pool.gpus_per_node
     kube.create(
-        b.legacy_pod("full", namespace, driver.extended_resource, 2, node_selector=pool.node_selector)
+        b.legacy_pod("full", namespace, driver.extended_resource, all_gpus, node_selector=pool.node_selector)
     )
     wait_phase(kube, namespace, "full", "Running")
     kube.create(
@@ -48,7 +49,7 @@ def test_no_overcommit_and_the_waiting_pod_runs_once_devices_are_freed(
         lambda: kube.get("v1", "Pod", "next", namespace),
         lambda p: not p["spec"].get("nodeName"),
         duration=TIMEOUTS.stays_pending,
-        describe="pod next unbound while 2 of 2 GPUs are allocated",
+        describe=f"pod next unbound while {all_gpus} of {all_gpus} GPUs are allocated",
     )
     kube.delete("v1", "Pod", "full", namespace)
 

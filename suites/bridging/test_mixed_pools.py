@@ -40,13 +40,16 @@ def test_legacy_and_claim_pods_share_a_pool_without_exceeding_it(
             namespace,
             [
                 b.exact_request(
-                    "gpu", driver.device_class, selectors=[_product_selector(driver, pool.product)]
+                    "gpu",
+                    driver.device_class,
+                    selectors=[_product_selector(driver, pool.product)] if pool.product else [],
                 )
             ],
         )
     )
+    legacy = pool.gpus_per_node - 2  # the claim pods take one each
     kube.create(
-        b.legacy_pod("legacy", namespace, driver.extended_resource, 2, node_selector=pool.node_selector)
+        b.legacy_pod("legacy", namespace, driver.extended_resource, legacy, node_selector=pool.node_selector)
     )
     for name in ("claim-a", "claim-b"):
         kube.create(b.template_pod(name, namespace, "by-product", node_selector=pool.node_selector))
@@ -65,8 +68,8 @@ def test_legacy_and_claim_pods_share_a_pool_without_exceeding_it(
         for c in claims_of(kube, namespace, name)
         for r in allocated_devices(c)
     ]
-    assert len(devices) == 4
-    assert len(set(devices)) == 4
+    assert len(devices) == pool.gpus_per_node
+    assert len(set(devices)) == pool.gpus_per_node
 
 
 @pytest.mark.bridged

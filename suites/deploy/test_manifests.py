@@ -26,6 +26,8 @@ from harness.objects import Created
 from harness.versions import REPO_ROOT, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 
+pytestmark = [pytest.mark.fake_driver_only("manifests (applying them creates its namespace)")]
+
 MANIFESTS = REPO_ROOT / "deploy" / "manifests"
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 NAMESPACE = "dra-fake-driver"

@@ -11,7 +11,6 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
-from harness.clusters.nodes import POOL_LABEL
 from harness.detectors import (
     Severity,
     account,
@@ -207,7 +206,9 @@ def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
         Severity.BLOCKING,
         f"deviceclass/{class_name}",
     )
-    assert finding.message == f"its selector matches none of the {len(pool.nodes) * 2} published devices"
+    published = sum(len(s["spec"].get("devices") or []) for s in slices)
+    assert published >= pool.gpus
+    assert finding.message == f"its selector matches none of the {published} published devices"
 
 
 @pytest.mark.feature_gate("DRAExtendedResource")
@@ -251,21 +252,20 @@ def test_node_allocatable_stops_telling_the_truth_after_migration(
         timeout=TIMEOUTS.deletion,
         describe="3 claims left once pod done released its own",
     )
-    [acct] = account(
-        nodes, kube.list(RESOURCE_API, "ResourceSlice"), claims, driver.extended_resource, POOL_LABEL
-    )
+    [(label, value)] = pool.node_selector.items()  # the fake pool's label, or --node-selector
+    [acct] = account(nodes, kube.list(RESOURCE_API, "ResourceSlice"), claims, driver.extended_resource, label)
     assert (acct.pool, acct.nodes, acct.allocatable, acct.dra_devices, acct.dra_allocated) == (
-        pool.name,
-        2,
+        value,
+        len(pool.nodes),
         0,
-        8,
+        pool.gpus,
         3,
     )
     findings = detect_accounting_gaps(
         [acct], kube.list("v1", "ResourceQuota", namespace), driver.extended_resource, cell.number
     )
     assert [(f.check, f.subject) for f in findings] == [
-        ("accounting", f"pool/{pool.name}"),
+        ("accounting", f"pool/{value}"),
         ("quota-legacy-name", f"resourcequota/{namespace}/gpus"),
     ]
 

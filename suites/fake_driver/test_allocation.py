@@ -20,6 +20,8 @@ from harness.pods import (
 )
 from harness.waits import TIMEOUTS, assert_stays
 
+pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
+
 NV = "gpu.nvidia.com"
 
 

@@ -10,6 +10,8 @@ from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness.kube import Kube
 from suites.fake_driver.slices import device_names, node_slices, pools
 
+pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
+
 
 @pytest.mark.feature_gate("DRADeviceTaints")  # the v0.4 health taint is dropped without it
 def test_drop_attribute_taint_crash_wipe_and_recover(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:

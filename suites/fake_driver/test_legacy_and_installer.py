@@ -17,6 +17,8 @@ from harness.pods import allocated_devices, claims_of, wait_phase
 from harness.waits import TIMEOUTS, wait_for
 from suites.fake_driver.slices import SLICE_API
 
+pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
+
 GPU = "nvidia.com/gpu"
 NVIDIA_CLASSES = [
     "gpu.nvidia.com",

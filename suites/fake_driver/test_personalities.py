@@ -15,6 +15,8 @@ from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness.kube import Kube, Obj
 from suites.fake_driver.slices import device_names, node_slices, pools
 
+pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
+
 STATIC = {"mode": "static", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]}
 PARTITIONABLE = pytest.mark.feature_gate("DRAPartitionableDevices")
 

@@ -16,6 +16,8 @@ from harness.objects import Created
 from harness.waits import TIMEOUTS, wait_for
 from suites.fake_driver.slices import device_names, node_slices, pools
 
+pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
+
 V04 = GpuPool(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p")
 
 

@@ -56,6 +56,7 @@ def _checks(report: dict[str, object]) -> set[tuple[str, str, str]]:
 
 @pytest.mark.feature_gate("DRAExtendedResource")
 @pytest.mark.bridged
+@pytest.mark.fake_driver_only("cluster to itself (the scan's verdict covers every node and class)")
 def test_a_healthy_migrated_pool_is_ready(
     kube: Kube,
     namespace: str,

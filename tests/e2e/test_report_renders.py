@@ -66,6 +66,17 @@ def _screenshot(page: Path, png: Path, profile: Path) -> list[str]:
     return [f"{m['text']} ({m['source']})" for m in CONSOLE.finditer(done.stderr)]
 
 
+def render_to_artifacts(page: Path, name: str, tmp: Path) -> tuple[list[str], Path]:
+    """Screenshot `page` in Chromium; keep the page and the PNG as reports/out/artifacts/<name>.*.
+    Returns the console messages and the screenshot."""
+    png = tmp / f"{name}.png"
+    messages = _screenshot(page, png, tmp / "profile")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(png, ARTIFACTS / f"{name}.png")
+    shutil.copy(page, ARTIFACTS / f"{name}.html")
+    return messages, png
+
+
 def _png_size(png: Path) -> tuple[int, int]:
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{png} is not a PNG"
@@ -85,11 +96,7 @@ def test_readiness_html_renders_without_console_errors(tmp_path: Path) -> None:
     bench.write_text(json.dumps(BENCH))
     out = tmp_path / "report"
     write_report([_cells(tmp_path)], out, bench=bench)
-    png = tmp_path / "readiness.png"
-    messages = _screenshot(out / "readiness.html", png, tmp_path / "profile")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(png, ARTIFACTS / "readiness.png")
-    shutil.copy(out / "readiness.html", ARTIFACTS / "readiness.html")
+    messages, png = render_to_artifacts(out / "readiness.html", "readiness", tmp_path)
     assert messages == []
     assert _png_size(png) == (1400, 1000)
     # A blank page compresses to a few KB; the rendered tables and badges do not.

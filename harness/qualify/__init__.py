@@ -1,0 +1,1 @@
+"""Vendor driver qualification: preflight, the suites in external mode, and the report."""

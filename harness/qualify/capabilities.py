@@ -1,0 +1,132 @@
+"""Per capability a vendor driver is qualified on: which tests decide it, and the verdict
+from their outcomes (summary.json), decided on outcomes and structured skip reasons, never
+on wording.
+
+    PASS           at least one test ran and passed, none failed
+    FAIL           a test failed (its message is the evidence)
+    NOT SUPPORTED  nothing ran, because the driver, its fleet or the cluster lacks what the
+                   tests need (the reasons are the evidence: what the fleet lacks, a gate off)
+    NOT TESTED     nothing ran, only because the tests need the fake driver's own fleet or a
+                   provider feature here; says nothing about the driver
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.reporting import CellSummary, TestRecord
+from harness.requirements import Kind
+
+
+class Verdict(enum.StrEnum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    NOT_SUPPORTED = "NOT SUPPORTED"
+    NOT_TESTED = "NOT TESTED"
+
+
+@dataclass(frozen=True)
+class Capability:
+    id: str
+    title: str
+    tests: tuple[str, ...]  # nodeid patterns (fnmatch)
+
+
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability(
+        "bridging",
+        "Extended-resource bridging: unchanged nvidia.com/gpu pods get devices of the class",
+        ("suites/bridging/test_extended_resource.py::*", "suites/bridging/test_bridging_lifecycle.py::*"),
+    ),
+    Capability(
+        "mixed-pools",
+        "Legacy and claim pods share the driver's nodes",
+        ("suites/bridging/test_mixed_pools.py::*",),
+    ),
+    Capability(
+        "partitions",
+        "MIG / partitionable devices (static and shared-counter)",
+        (
+            "suites/mig/test_static_mig.py::*",
+            "suites/mig/test_dynamic_mig.py::*",
+            "suites/driver/test_published_devices.py::test_a_partition*",
+        ),
+    ),
+    Capability(
+        "prioritized-list",
+        "Prioritized list (firstAvailable) requests",
+        (
+            "suites/mig/test_prioritized_list.py::*",
+            "suites/driver/test_published_devices.py::test_prioritized*",
+        ),
+    ),
+    Capability(
+        "cel-selectors",
+        "CEL selectors on the driver's attributes",
+        ("suites/mig/test_selectors.py::*", "suites/driver/test_published_devices.py::test_selector*"),
+    ),
+    Capability(
+        "consumable-capacity",
+        "Consumable capacity (shared devices)",
+        ("suites/shared_devices/*", "suites/driver/test_published_devices.py::test_a_shared*"),
+    ),
+    Capability("gang", "Gang scheduling with the driver's devices", ("suites/gang/*",)),
+    Capability("failure-modes", "Failure-mode detectors name staged problems", ("suites/failure_modes/*",)),
+    Capability("node-side", "Node-side: kubelet prepares claims (real kubelets only)", ("suites/node/*",)),
+)
+
+# Skips that say the driver, its fleet or the cluster lacks something.
+_LACKS = {Kind.FLEET, Kind.DRIVER_CAPABILITY, Kind.FEATURE_GATE, Kind.VERSION, Kind.API}
+
+
+@dataclass
+class CapabilityResult:
+    capability: Capability
+    verdict: Verdict
+    evidence: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.capability.id,
+            "title": self.capability.title,
+            "verdict": str(self.verdict),
+            "evidence": self.evidence,
+            "counts": self.counts,
+        }
+
+
+def _covers(cap: Capability, t: TestRecord) -> bool:
+    return any(fnmatch.fnmatch(t.nodeid, p) for p in cap.tests)
+
+
+def _skip_line(t: TestRecord) -> str:
+    text = "; ".join(r.message() for r in t.reasons) or t.message
+    return f"{t.nodeid.rsplit('::', 1)[-1]}: {text}"
+
+
+def decide(cap: Capability, tests: list[TestRecord]) -> CapabilityResult:
+    mine = [t for t in tests if _covers(cap, t)]
+    counts = {o: sum(t.outcome == o for t in mine) for o in ("passed", "failed", "skipped", "errors")}
+    failed = [t for t in mine if t.outcome in ("failed", "errors")]
+    passed = [t for t in mine if t.outcome == "passed"]
+    skipped = [t for t in mine if t.outcome == "skipped"]
+    if failed:
+        return CapabilityResult(cap, Verdict.FAIL, [f"{t.nodeid}: {t.message}" for t in failed], counts)
+    if passed:
+        evidence = [f"passed: {t.nodeid.rsplit('::', 1)[-1]}" for t in passed]
+        return CapabilityResult(
+            cap, Verdict.PASS, evidence + [f"skipped {_skip_line(t)}" for t in skipped], counts
+        )
+    lacking = [t for t in skipped if any(r.kind in _LACKS for r in t.reasons)]
+    if lacking:
+        return CapabilityResult(cap, Verdict.NOT_SUPPORTED, [_skip_line(t) for t in lacking], counts)
+    evidence = [_skip_line(t) for t in skipped] or ["no test of this capability was run"]
+    return CapabilityResult(cap, Verdict.NOT_TESTED, evidence, counts)
+
+
+def decide_all(summary: CellSummary) -> list[CapabilityResult]:
+    return [decide(cap, summary.tests) for cap in CAPABILITIES]

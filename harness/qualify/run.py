@@ -1,0 +1,143 @@
+"""`dra-harness qualify`: preflight, the suites in external mode, the qualification report.
+
+Exit codes: 0 every capability that could run passed; 3 a test failed; 1 the run could not
+start (bad input, a missing piece found by preflight, the suites did not run) -- with one
+line per problem and nothing created on the cluster.
+"""
+
+from __future__ import annotations
+
+import datetime
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import builders as b
+from harness.clusters.processes import run_child
+from harness.errors import HarnessError
+from harness.fleet_inventory import parse_selector
+from harness.kube import API_ERRORS, Kube
+from harness.outputs import check_output
+from harness.qualify.capabilities import decide_all
+from harness.qualify.inventory import KindInventory, inventory
+from harness.qualify.preflight import ClusterFacts, preflight
+from harness.qualify.report import Qualification, write_report
+from harness.reporting import read_summary
+from harness.versions import REPO_ROOT
+
+# The suites that say something about a driver; the others test the harness, the fake
+# driver or the local provider, and only skip on an external driver.
+DEFAULT_SUITES = (
+    "suites/bridging",
+    "suites/driver",
+    "suites/failure_modes",
+    "suites/mig",
+    "suites/shared_devices",
+    "suites/gang",
+    "suites/node",
+)
+REPORTS = REPO_ROOT / "reports" / "out"
+
+
+@dataclass(frozen=True)
+class QualifyRequest:
+    kubeconfig: Path
+    driver: str
+    device_class: str
+    extended_resource: str
+    node_selector: str = ""
+    suites: tuple[str, ...] = DEFAULT_SUITES
+    out: Path | None = None
+
+    def command(self) -> str:
+        """The exact command that reproduces this run."""
+        argv = ["dra-harness", "qualify", f"--kubeconfig={self.kubeconfig}", f"--driver-name={self.driver}"]
+        argv += [f"--device-class={self.device_class}", f"--extended-resource={self.extended_resource}"]
+        argv += [f"--node-selector={self.node_selector}"] if self.node_selector else []
+        argv += [f"--suite={s}" for s in self.suites] if self.suites != DEFAULT_SUITES else []
+        return shlex.join(argv)
+
+    def pytest_argv(self, out: Path) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "pytest",
+            *self.suites,
+            "-p",
+            "no:randomly",
+            "-q",
+            "-rfEs",
+            "--cluster-provider=existing",
+            f"--kubeconfig={self.kubeconfig.resolve()}",
+            "--driver=external",
+            f"--driver-name={self.driver}",
+            f"--device-class={self.device_class}",
+            f"--extended-resource={self.extended_resource}",
+            f"--node-selector={self.node_selector}",
+            f"--junitxml={out / 'junit.xml'}",
+            f"--summary-json={out / 'summary.json'}",
+        ]
+
+
+def check_request(req: QualifyRequest) -> None:
+    """Bad input as one line, before the cluster is asked anything."""
+    if not req.kubeconfig.exists():
+        raise HarnessError(f"kubeconfig {req.kubeconfig} does not exist")
+    try:
+        parse_selector(req.node_selector)
+    except ValueError as err:
+        raise HarnessError(str(err)) from None
+    for suite in req.suites:
+        if not (REPO_ROOT / suite.partition("::")[0]).exists():
+            raise HarnessError(f"suite {suite} does not exist")
+
+
+def _preflight(req: QualifyRequest) -> tuple[ClusterFacts, list[str]]:
+    kube = Kube.from_kubeconfig(req.kubeconfig)
+    try:
+        return preflight(kube, req.driver, req.device_class)
+    finally:
+        kube.close()
+
+
+def _inventory(req: QualifyRequest, minor: str) -> list[KindInventory]:
+    kube = Kube.from_kubeconfig(req.kubeconfig)
+    try:
+        return inventory(kube.list(b.resource_api(), "ResourceSlice"), req.driver, minor)
+    except API_ERRORS as err:
+        raise kube.failure(err) from None
+    finally:
+        kube.close()
+
+
+def qualify(req: QualifyRequest) -> int:
+    check_request(req)
+    facts, missing = _preflight(req)
+    if missing:
+        for line in missing:
+            print(f"dra-harness: {line}", file=sys.stderr)
+        return 1
+    run_id = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = req.out or REPORTS / f"qualify-{run_id}"
+    check_output(out, "results directory", directory=True)
+    out.mkdir(parents=True, exist_ok=True)
+    print(
+        f"dra-harness qualify: {req.driver} on Kubernetes {facts.git_version}; results in {out}", flush=True
+    )
+    started = time.monotonic()
+    code = run_child(req.pytest_argv(out), cwd=REPO_ROOT)
+    if not (out / "summary.json").exists():
+        raise HarnessError(f"the suites did not run (pytest exit {code}); its output is above")
+    summary = read_summary(out / "summary.json")
+    q = Qualification(req.driver, req.device_class, req.extended_resource, req.command(), facts)
+    q.capabilities = decide_all(summary)
+    q.inventory = _inventory(req, facts.minor)
+    q.totals, q.wall_seconds = summary.totals, time.monotonic() - started
+    tarball = write_report(q, out)
+    for c in q.capabilities:
+        why = f": {c.evidence[0]}" if c.evidence and str(c.verdict) != "PASS" else ""
+        print(f"{c.verdict!s:<13} {c.capability.id}{why}")
+    print(f"report: {out / 'qualify.html'}; results: {tarball}; exit {q.exit_code}")
+    return q.exit_code
