@@ -21,6 +21,19 @@ def completed_pod_releases_extended_claim(version: Version) -> bool:
     return version >= (1, 35)
 
 
+def class_add_requeues_fit_rejected_pod(version: Version) -> bool:
+    """Does a new DeviceClass mapping a pod's extended resource move the pod, rejected before
+    as "Insufficient <resource>", back to the scheduling queue?
+
+    1.34.4: no. NodeResourcesFit rejected it and registers only Pod and Node events
+    (pkg/scheduler/framework/plugins/noderesources/fit.go EventsToRegister), so the pod waits
+    for a Node or Pod event, or the unschedulable queue's 5-minute flush.
+    1.35+: yes. 1.37.2 fit.go registers DeviceClass Add|Update with
+    isSchedulableAfterDeviceClassEvent; the 1.35 and 1.36 cells pass the test.
+    """
+    return version >= (1, 35)
+
+
 def implicit_names_recognized(version: Version) -> bool:
     """Does the scheduler treat `deviceclass.resource.kubernetes.io/<class>` as a DRA-backed
     extended resource at all?

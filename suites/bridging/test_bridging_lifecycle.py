@@ -10,6 +10,7 @@ from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
 from harness.expectations import (
+    class_add_requeues_fit_rejected_pod,
     completed_pod_releases_extended_claim,
     implicit_name_alongside_explicit,
     implicit_names_recognized,
@@ -105,7 +106,7 @@ def test_scheduler_created_claim_is_released_when_the_pod_completes(
 
 
 def test_pod_created_before_its_device_class_runs_once_the_class_appears(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created, cell: Cell
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=1)
     late = f"late.dra-harness.io/gpu-{namespace.rsplit('-', 1)[1]}"
@@ -119,6 +120,16 @@ def test_pod_created_before_its_device_class_runs_once_the_class_appears(
             class_name, selectors=[f'device.driver == "{driver.driver}"'], extended_resource_name=late
         )
     )
+    if not class_add_requeues_fit_rejected_pod(cell.number):
+        # 1.34: nothing requeues it; it waits for the unschedulable queue's 5-minute flush.
+        assert_stays(
+            lambda: kube.get("v1", "Pod", "early", namespace),
+            lambda p: not p["spec"].get("nodeName") and scheduling_message(p) == scheduling_message(pod),
+            duration=TIMEOUTS.stays_pending,
+            describe="pod early unbound, with the same verdict, after its class appeared",
+        )
+        assert claims_of(kube, namespace, "early") == []
+        return
     wait_phase(kube, namespace, "early", "Running")
     [claim] = claims_of(kube, namespace, "early")
     assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == class_name
