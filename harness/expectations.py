@@ -34,6 +34,17 @@ def class_add_requeues_fit_rejected_pod(version: Version) -> bool:
     return version >= (1, 35)
 
 
+def init_containers_reuse_bridged_devices(version: Version) -> bool:
+    """Do init containers reuse the devices of the long-lived containers in a bridged pod's
+    claim (requests sized as kubelet sizes resources: max(init, sum of containers))?
+
+    1.34.4: no. dynamicresources.go createDeviceRequests makes one request per (container,
+    resource) over initContainers + containers, so init 3 + main 2 + aux 1 asks for 6 devices.
+    1.35+: yes; the 1.35 and 1.36 cells pass the test (1.37.2 extendeddynamicresources.go).
+    """
+    return version >= (1, 35)
+
+
 def implicit_names_recognized(version: Version) -> bool:
     """Does the scheduler treat `deviceclass.resource.kubernetes.io/<class>` as a DRA-backed
     extended resource at all?

@@ -8,10 +8,17 @@ import pytest
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters.base import Cell
-from harness.expectations import extended_claim_blocks_owner_deletion
+from harness.expectations import extended_claim_blocks_owner_deletion, init_containers_reuse_bridged_devices
 from harness.kube import Kube
 from harness.objects import Created
-from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.pods import (
+    allocated_devices,
+    claims_of,
+    scheduling_message,
+    unschedulable_reasons,
+    wait_phase,
+    wait_unschedulable,
+)
 from harness.verification import verify
 
 CLAIM_ANNOTATION = {"resource.kubernetes.io/extended-resource-claim": "true"}
@@ -70,7 +77,7 @@ def test_legacy_gpu_request_gets_a_scheduler_created_claim(
 @pytest.mark.bridged
 @pytest.mark.kwok_pods  # its init container (the pause image) never ends on a real node
 def test_init_and_regular_containers_share_one_claim_with_exact_mappings(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=4)
     gpu = driver.extended_resource
@@ -87,6 +94,10 @@ def test_init_and_regular_containers_share_one_claim_with_exact_mappings(
         )
     )
 
+    if not init_containers_reuse_bridged_devices(cell.number):  # 1.34: 3 + 2 + 1 devices of 4
+        stuck = wait_unschedulable(kube, namespace, "multi")
+        assert unschedulable_reasons(scheduling_message(stuck)) == {"cannot allocate all claims": 1}
+        return
     pod = wait_phase(kube, namespace, "multi", "Running")
 
     [claim] = claims_of(kube, namespace, "multi")
