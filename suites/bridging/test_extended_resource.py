@@ -8,7 +8,11 @@ import pytest
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters.base import Cell
-from harness.expectations import extended_claim_blocks_owner_deletion, init_containers_reuse_bridged_devices
+from harness.expectations import (
+    extended_claim_blocks_owner_deletion,
+    implicit_names_recognized,
+    init_containers_reuse_bridged_devices,
+)
 from harness.kube import Kube
 from harness.objects import Created
 from harness.pods import (
@@ -120,7 +124,7 @@ def test_init_and_regular_containers_share_one_claim_with_exact_mappings(
 
 @pytest.mark.bridged
 def test_two_extended_resources_in_one_container_get_one_request_each(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created, cell: Cell
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=4)
     other = f"{namespace}-any"
@@ -138,6 +142,17 @@ def test_two_extended_resources_in_one_container_get_one_request_each(
     pod = wait_phase(kube, namespace, "two", "Running")
 
     [claim] = claims_of(kube, namespace, "two")
+    requests = [
+        (r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"])
+        for r in claim["spec"]["devices"]["requests"]
+    ]
+    if not implicit_names_recognized(cell.number):  # 1.34: the implicit name gets nothing at all
+        assert requests == [("container-0-request-2", driver.device_class, 1)]
+        assert [
+            m["resourceName"] for m in pod["status"]["extendedResourceClaimStatus"]["requestMappings"]
+        ] == [driver.extended_resource]
+        assert len(allocated_devices(claim)) == 1
+        return
     # Sorted request names: cpu, deviceclass.resource.kubernetes.io/..., nvidia.com/gpu.
     assert [
         (r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"])
