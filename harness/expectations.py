@@ -45,6 +45,17 @@ def init_containers_reuse_bridged_devices(version: Version) -> bool:
     return version >= (1, 35)
 
 
+def quota_counts_implicit_device_class_name(version: Version) -> bool:
+    """Does ResourceQuota count devices under `requests.deviceclass.resource.kubernetes.io/<class>`?
+
+    1.34.4: no. pkg/quota/v1/evaluator/core/pods.go and resource_claims.go know no
+    ResourceDeviceClassPrefix: usage appears under `requests.<extended resource>` and
+    `<class>.deviceclass.resource.k8s.io/devices` only.
+    1.35+: yes. 1.37.2 pods.go resourceRequestsDeviceClassPrefix; the 1.35 and 1.36 cells pass.
+    """
+    return version >= (1, 35)
+
+
 def implicit_names_recognized(version: Version) -> bool:
     """Does the scheduler treat `deviceclass.resource.kubernetes.io/<class>` as a DRA-backed
     extended resource at all?
