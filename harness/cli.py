@@ -156,8 +156,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench.modes import MODES
-    from harness.bench.scale import MAX_BATCHES, format_summary, run, validate
-    from harness.readiness.report import DEFAULT_BENCH_DIR
+    from harness.bench.present import format_summary
+    from harness.bench.scale import MAX_BATCHES, run, validate
+    from harness.costs import DEFAULT_BENCH_DIR
 
     matrix = load_matrix()
     names = [n for k in args.k8s_version or [[matrix.default_minor]] for n in k]

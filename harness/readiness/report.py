@@ -25,7 +25,7 @@ from typing import Any
 
 import jinja2
 
-from harness.bench.modes import MODE_DESCRIPTIONS
+from harness.costs import DEFAULT_BENCH_DIR, MODE_DESCRIPTIONS, read_scale
 from harness.errors import HarnessError
 from harness.readiness.checks import (
     CHECKS,
@@ -41,7 +41,6 @@ from harness.reporting import CellSummary, merge_totals, read_summary
 from harness.versions import REPO_ROOT
 
 TEMPLATES = REPO_ROOT / "reports" / "templates"
-DEFAULT_BENCH_DIR = REPO_ROOT / "reports" / "out" / "bench"
 
 
 class ReportError(HarnessError):
@@ -411,7 +410,7 @@ def load_cost(paths: Sequence[Path]) -> dict[str, Any] | None:
     title, generated = "Scale benchmark", ""
     for path in paths:
         try:
-            data = json.loads(path.read_text())
+            data = read_scale(path)
             rows.extend(_scale_rows(data) if "modes" in data else _plain_rows(data))
             title, generated = str(data.get("title", title)), str(data.get("generated", generated))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
