@@ -13,7 +13,8 @@ import pytest
 from fixtures.requirements import unmapped_class
 from harness.readiness import CHECKS, Status, build_report, evaluate, evaluate_cell, render, write_report
 from harness.readiness.checks import CHECK_IDS, gate_remediation, skip_meaning, uncovered
-from harness.readiness.report import CellReport, ReportError, load_cost, upgrades
+from harness.readiness.inputs import load_cost
+from harness.readiness.model import CellReport, ReportError, upgrades
 from harness.reporting import CellSummary, TestRecord, area_of, read_summary, write_summary
 from harness.requirements import Capability, Kind, Reason
 from harness.versions import REPO_ROOT

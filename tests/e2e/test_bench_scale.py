@@ -12,7 +12,7 @@ import pytest
 
 from harness.bench.modes import MODES
 from harness.bench.scale import run
-from harness.readiness.report import load_cost
+from harness.readiness.inputs import load_cost
 
 PODS = 6
 
