@@ -12,7 +12,9 @@ import pytest
 
 from fixtures.requirements import unmapped_class
 from harness.readiness import CHECKS, Status, build_report, evaluate, evaluate_cell, render, write_report
-from harness.readiness.checks import CHECK_IDS, gate_remediation, skip_meaning, uncovered
+from harness.readiness.catalog import CHECK_IDS
+from harness.readiness.checks import skip_meaning, uncovered
+from harness.readiness.gates import gate_remediation
 from harness.readiness.inputs import load_cost
 from harness.readiness.model import CellReport, ReportError, upgrades
 from harness.reporting import CellSummary, TestRecord, area_of, read_summary, write_summary
@@ -292,7 +294,7 @@ def test_every_suite_test_collected_today_belongs_to_a_check() -> None:
     nodeids = [line for line in done.stdout.splitlines() if line.startswith("suites/")]
     assert nodeids, done.stdout + done.stderr
     missing = uncovered(rec(n) for n in nodeids)
-    assert missing == [], "give these tests a check in CHECKS (harness/readiness/checks.py)"
+    assert missing == [], "give these tests a check in CHECKS (harness/readiness/catalog.py)"
 
 
 def test_check_ids_are_unique_and_every_check_names_tests_and_a_remediation() -> None:

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.costs import DEFAULT_BENCH_DIR, MODE_DESCRIPTIONS, read_scale
-from harness.readiness.checks import CHECKS, Check, evaluate_cell, fallback_checks, uncovered
+from harness.readiness.catalog import CHECKS
+from harness.readiness.checks import evaluate_cell, fallback_checks, uncovered
 from harness.readiness.model import CellReport, ReportError
+from harness.readiness.status import Check
 from harness.reporting import read_summary
 
 

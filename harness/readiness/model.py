@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.readiness.checks import CHECKS, Check, CheckResult, Status
+from harness.readiness.catalog import CHECKS
+from harness.readiness.status import Check, CheckResult, Status
 from harness.reporting import CellSummary, merge_totals
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import jinja2
 
-from harness.readiness.checks import Status
 from harness.readiness.inputs import bench_files, load_cells, load_cost, run_info
 from harness.readiness.model import Report, upgrades
+from harness.readiness.status import Status
 from harness.redaction import redact_obj
 from harness.versions import REPO_ROOT
 
