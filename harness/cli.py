@@ -183,8 +183,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from harness.layout import REPORTS
     from harness.readiness import write_report
-    from harness.run import REPORTS
 
     if args.merge:
         dirs = [Path(d) for d in args.merge]
@@ -208,7 +208,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _now() -> str:
-    from harness.matrix import new_run_id
+    from harness.layout import new_run_id
 
     return new_run_id()
 

@@ -37,7 +37,9 @@ class ExistingCluster:
         finally:
             kube.close()
         minor = f"{info.major}.{''.join(c for c in info.minor if c.isdigit())}"
-        self._cell = Cell(self.provider, minor, info.git_version, "server", gates)
+        self._cell = Cell(
+            minor, profile="server", provider=self.provider, kubernetes=info.git_version, gates=gates
+        )
         return self
 
     @staticmethod

@@ -197,7 +197,13 @@ class KindProvider:
             self.deploy_driver(self.driver_image, kubectl)
         server = ExistingCluster(self.kubeconfig).start().cell()
         gates = server.gates or enabled_gates(self.profile, built_gates(self.minor) or {})
-        self._cell = Cell(self.provider, self.minor.name, server.kubernetes, self.profile.name, gates)
+        self._cell = Cell(
+            self.minor.name,
+            profile=self.profile.name,
+            provider=self.provider,
+            kubernetes=server.kubernetes,
+            gates=gates,
+        )
         return self
 
     def deploy_driver(self, image: str, kubectl: Path) -> None:

@@ -10,12 +10,12 @@ harness.costs's ScaleSummary format (scale-<minor>.json) or this plain one:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.costs import DEFAULT_BENCH_DIR, MODE_DESCRIPTIONS, read_scale
+from harness.layout import MatrixCellJson, MatrixJson, read_matrix_json
 from harness.readiness.catalog import CHECKS
 from harness.readiness.checks import evaluate_cell, fallback_checks, uncovered
 from harness.readiness.model import CellReport, ReportError
@@ -23,31 +23,28 @@ from harness.readiness.status import Check
 from harness.reporting import read_summary
 
 
-def _matrix_json(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Exit codes and states per cell id from a matrix.json next to the cells, if any."""
-    path = run_dir / "matrix.json"
-    if not path.is_file():
-        return {}
+def _matrix_json(run_dir: Path) -> MatrixJson | None:
     try:
-        data = json.loads(path.read_text())
-        return {c["id"]: c for c in data["cells"]}
-    except (ValueError, KeyError, TypeError) as err:
-        raise ReportError(f"{path} is not a matrix.json: {err}") from None
+        return read_matrix_json(run_dir)
+    except ValueError as err:
+        raise ReportError(str(err)) from None
+
+
+def _cell_meta(run_dir: Path) -> dict[str, MatrixCellJson]:
+    """Exit codes and states per cell id from a matrix.json next to the cells, if any."""
+    data = _matrix_json(run_dir)
+    return {c["id"]: c for c in data["cells"]} if data else {}
 
 
 def run_info(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "matrix.json"
-    if not path.is_file():
+    data = _matrix_json(run_dir)
+    if not data:
         return {}
-    try:
-        data = json.loads(path.read_text())
-        return {
-            "run_id": str(data.get("run_id", run_dir.name)),
-            "wall_seconds": float(data.get("wall_seconds", 0.0)),
-            "cells": len(data.get("cells", [])),
-        }
-    except (ValueError, TypeError, AttributeError) as err:
-        raise ReportError(f"{path} is not a matrix.json: {err}") from None
+    return {
+        "run_id": str(data.get("run_id", run_dir.name)),
+        "wall_seconds": float(data.get("wall_seconds", 0.0)),
+        "cells": len(data.get("cells", [])),
+    }
 
 
 def find_summaries(dirs: Sequence[Path]) -> list[Path]:
@@ -74,9 +71,9 @@ def load_cells(dirs: Sequence[Path]) -> tuple[list[CellReport], list[str], list[
         summary = read_summary(path)  # one line naming the file and the field, if malformed
         c = summary.cell
         cid = f"{c['minor']}/{c['personality']}/{c['profile']}"
-        meta: dict[str, Any] = {}
+        meta: MatrixCellJson = {}
         for parent in path.parents[:3]:
-            meta = _matrix_json(parent).get(cid, {})
+            meta = _cell_meta(parent).get(cid, {})
             if meta:
                 break
         if cid in cells:
@@ -96,7 +93,7 @@ def load_cells(dirs: Sequence[Path]) -> tuple[list[CellReport], list[str], list[
         if missing:
             notes.append(f"{cid}: {len(missing)} test(s) belong to no check, e.g. {missing[0]}")
     for d in dirs:
-        for cid, meta in _matrix_json(d).items() if d.is_dir() else ():
+        for cid, meta in _cell_meta(d).items() if d.is_dir() else ():
             if cid not in cells:
                 why = f"{meta.get('state', '?')}, exit {meta.get('exit_code')}"
                 note = f": {meta['note']}" if meta.get("note") else ""

@@ -12,6 +12,7 @@ from harness.errors import HarnessError
 from harness.readiness.catalog import CHECKS
 from harness.readiness.status import Check, CheckResult, Status
 from harness.reporting import CellSummary, merge_totals
+from harness.versions import minor_number
 
 
 class ReportError(HarnessError):
@@ -32,8 +33,7 @@ class CellReport:
 
     @property
     def number(self) -> tuple[int, int]:
-        major, minor = self.minor.split(".")
-        return int(major), int(minor)
+        return minor_number(self.minor)
 
     def status(self, check: str) -> CheckResult:
         return next(r for r in self.results if r.check == check)
