@@ -32,6 +32,7 @@ from fake_driver.fleet import MAX_NODES_PER_FLEET
 from harness.bench.modes import MODES
 from harness.bench.summary import RepResult, summarize
 from harness.bench.workload import MIN_WINDOW_SECONDS, Bench
+from harness.clusters.components import Tuning
 from harness.clusters.local import LocalCluster
 from harness.costs import ScaleSummary, write_scale
 from harness.errors import HarnessError
@@ -97,9 +98,7 @@ def run(
     with LocalCluster(
         minor,
         "dra-all",
-        client_qps=CLIENT_QPS,
-        simulate_pods=False,
-        component_flags=CLUSTER_FLAGS,
+        tuning=Tuning(client_qps=CLIENT_QPS, simulate_pods=False, component_flags=CLUSTER_FLAGS),
     ) as cluster:
         kube = Kube.from_kubeconfig(cluster.kubeconfig)
         bench = Bench(cluster, kube, nodes, pods)
