@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fake_driver.fleet import fleet_from_dict
 from fake_driver.publisher import Publisher
+from harness.builders import RESOURCE_V1
 from harness.clusters.local import LocalCluster
 from harness.clusters.nodes import KWOK_ANNOTATION, NodePool, node_manifest
 from harness.kube import Kube
@@ -49,7 +50,7 @@ def _create_nodes(kube: Kube, pool: NodePool) -> list[str]:
 
 
 def _count_slices(kube: Kube) -> int:
-    return len(kube.list("resource.k8s.io/v1", "ResourceSlice", field_selector="spec.driver=gpu.nvidia.com"))
+    return len(kube.list(RESOURCE_V1, "ResourceSlice", field_selector="spec.driver=gpu.nvidia.com"))
 
 
 def main(argv: list[str] | None = None) -> int:

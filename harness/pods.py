@@ -58,23 +58,6 @@ def wait_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = T
     )
 
 
-def claims_of(kube: Kube, namespace: str, pod_name: str, api: str = b.resource_api()) -> list[Obj]:
-    """Claims whose controller owner is the pod (template and scheduler-created alike)."""
-    return [
-        c
-        for c in kube.list(api, "ResourceClaim", namespace)
-        if any(
-            o.get("controller") and o["kind"] == "Pod" and o["name"] == pod_name
-            for o in c["metadata"].get("ownerReferences") or []
-        )
-    ]
-
-
-def allocated_devices(claim: Obj) -> list[Obj]:
-    allocation = claim.get("status", {}).get("allocation") or {}
-    return list(allocation.get("devices", {}).get("results") or [])
-
-
 # The reasons end at the first ". "; what follows differs by minor (1.36 adds e.g.
 # "still not schedulable, preemption: ..." from the DRA PostFilter).
 _FIT_ERROR = re.compile(r"^0/(\d+) nodes are available: (.*?)\.(?:\s.*)?$")

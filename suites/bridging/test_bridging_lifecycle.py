@@ -9,17 +9,11 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
+from harness.drastate import allocated_devices, claims_of
 from harness.expectations import implicit_name_alongside_explicit
 from harness.kube import Kube
 from harness.objects import Created
-from harness.pods import (
-    allocated_devices,
-    claims_of,
-    scheduling_message,
-    unschedulable_reasons,
-    wait_phase,
-    wait_unschedulable,
-)
+from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]

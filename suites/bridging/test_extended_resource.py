@@ -8,10 +8,11 @@ import pytest
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters.base import Cell
+from harness.drastate import allocated_devices, claims_of
 from harness.expectations import extended_claim_blocks_owner_deletion
 from harness.kube import Kube
 from harness.objects import Created
-from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.pods import wait_phase
 from harness.verification import verify
 
 CLAIM_ANNOTATION = {"resource.kubernetes.io/extended-resource-claim": "true"}

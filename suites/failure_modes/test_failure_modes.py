@@ -21,16 +21,10 @@ from harness.detectors import (
     detect_selectors_matching_nothing,
     detect_unmapped_legacy_requests,
 )
+from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube, Obj
 from harness.objects import Created
-from harness.pods import (
-    allocated_devices,
-    claims_of,
-    scheduling_message,
-    unschedulable_reasons,
-    wait_phase,
-    wait_unschedulable,
-)
+from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.verification import verify
 from harness.waits import TIMEOUTS, wait_for
 
