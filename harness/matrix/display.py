@@ -6,12 +6,24 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import Protocol, TextIO
 
+from harness.cells import Cell
 from harness.versions import REPO_ROOT
 
-if TYPE_CHECKING:
-    from harness.matrix.runner import CellRun
+
+class CellRun(Protocol):
+    """What the display reads of a cell's run (harness.matrix.runner.CellRun)."""
+
+    cell: Cell
+    dir: Path
+    state: str
+    exit_code: int | None
+    started: float
+    wall_seconds: float
+    percent: int
+    totals: dict[str, int]
+    note: str
 
 
 def _rel(path: Path) -> str:
