@@ -260,15 +260,12 @@ def render_json(state: ClusterState, findings: list[Finding]) -> str:
 
 
 def scan(
-    kubeconfig: Path, resource: str, pool_label: str, gpu_drivers: Iterable[str], json_out: Path | None = None
-) -> int:
+    kubeconfig: Path, resource: str, pool_label: str, gpu_drivers: Iterable[str]
+) -> tuple[ClusterState, list[Finding]]:
+    """What the cluster has and what the checks find in it (the CLI prints and exits)."""
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
         state = read_state(kube)
     finally:
         kube.close()
-    findings = run_checks(state, resource, pool_label, gpu_drivers)
-    print(render_text(state, findings))
-    if json_out is not None:
-        json_out.write_text(render_json(state, findings))
-    return exit_code(findings)
+    return state, run_checks(state, resource, pool_label, gpu_drivers)

@@ -25,9 +25,10 @@ from typing import Any
 
 from harness.clusters.identity import ProcessIdentity
 from harness.clusters.processes import log_tail
-from harness.controlplane.build import cache_root
+from harness.clusters.realnodes import RealPool, real_node_parts
+from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
-from harness.versions import REPO_ROOT, GateProfile, Minor
+from harness.versions import REPO_ROOT, GateProfile, Minor, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 
 MAX_NAME = 40
@@ -168,6 +169,25 @@ def up(
         if spawned is not None:
             _stop_supervisor(ProcessIdentity(spawned.pid, 0.0), spawned)
         raise
+
+
+def start(
+    name: str, k8s_version: str | None, gates: str | None, real_nodes: int = 0
+) -> tuple[ClusterRecord, bool]:
+    """`dra-harness cluster up`: check the name and the cell, build what is missing in the
+    foreground (where its progress is visible), then `up`. A version or profile left out
+    matches whatever the named cluster runs."""
+    validate_name(name)
+    matrix = load_matrix()
+    minor = matrix.minor(k8s_version or matrix.default_minor)
+    profile = minor.profile(gates or matrix.default_profile)
+    if running(name) is None:
+        ensure_controlplane(minor)
+        ensure_kwok(matrix)
+    if real_nodes:
+        real_node_parts(matrix, minor, [RealPool(count=real_nodes)])  # one line if not built
+    explicit = k8s_version is not None or gates is not None
+    return up(name, minor, profile, explicit=explicit, real_nodes=real_nodes)
 
 
 def acknowledge(record: ClusterRecord) -> None:
