@@ -134,28 +134,27 @@ class Bench:
                 describe=f"the scheduler handled the switch to {mode} (events handled, of {expected})",
             )
 
+    def _sample(self) -> dict[str, float]:
+        samples = self.scrape.scheduler(only=(SCHEDULED, PENDING))
+        return {"scheduled": bound(samples), "pending": metric_sum(samples, PENDING) or 0.0}
+
+    def _create_paused(self, mode: str) -> int:
+        """All pods arrive before the scheduler sees one, as scheduler_perf's fast Go clients
+        make them arrive: on 2 shared cores, creating them while it schedules would measure
+        how fast this process creates pods, and how much the two overlap, not the scheduler."""
+        self.cluster.pause_component("kube-scheduler")
+        try:
+            return self._create(mode)
+        finally:
+            self.cluster.resume_component("kube-scheduler")
+
     def batch(self, mode: str, round_: int) -> RepResult:
         self._switch(mode)
         scrape, pods = self.scrape, self.pods
         before = Snapshot.before(scrape)
         target = bound(before.scheduler) + pods
-
-        def sample() -> dict[str, float]:
-            samples = scrape.scheduler(only=(SCHEDULED, PENDING))
-            return {
-                "scheduled": bound(samples),
-                "pending": metric_sum(samples, PENDING) or 0.0,
-            }
-
-        # All pods arrive before the scheduler sees one, as scheduler_perf's fast Go clients
-        # make them arrive: on 2 shared cores, creating them while it schedules would measure
-        # how fast this process creates pods, and how much the two overlap, not the scheduler.
         creating = time.monotonic()
-        self.cluster.pause_component("kube-scheduler")
-        try:
-            throttled = self._create(mode)
-        finally:
-            self.cluster.resume_component("kube-scheduler")
+        throttled = self._create_paused(mode)
         started = time.monotonic()
 
         def pace(samples: SampleLog) -> float:
@@ -163,7 +162,7 @@ class Bench:
             coarse = EARLY_INTERVAL if samples[-1][0] - started < EARLY_SECONDS else SAMPLE_INTERVAL
             return approach_pace(samples, "scheduled", target, coarse, FINE_INTERVAL, near)
 
-        with Sampler(sample, SAMPLE_INTERVAL, pace) as sampler:
+        with Sampler(self._sample, SAMPLE_INTERVAL, pace) as sampler:
             wait_for(
                 lambda: sampler.latest("scheduled"),
                 lambda v: v is not None and v >= target,
