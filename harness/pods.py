@@ -1,4 +1,5 @@
-"""Reading and waiting on pods and their claims."""
+"""Reading and waiting on pods: phase, conditions, why one is unschedulable (their claims are
+read in harness.drastate)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The article's four ways a migration goes wrong, each staged on the real cluster, seen the
-way users see it, and named by the detector the readiness scan runs."""
+"""Four ways a migration from the device plugin to DRA goes wrong, each staged on the real
+cluster, seen the way users see it, and named by the detector the readiness scan runs."""
 
 from __future__ import annotations
 
