@@ -41,6 +41,11 @@ class RolloutReport:
     steps: list[str] = field(default_factory=list)
     drained: list[PodRef] = field(default_factory=list)
     device_class: ClassOutcome | None = None
+    on_step: OnStep = field(default=lambda _: None, repr=False, compare=False)  # after each step
+
+    def step(self, name: str) -> None:
+        self.steps.append(name)
+        self.on_step(name)
 
 
 def install_driver(kube: Kube, pool: Pool, install: Callable[[Sequence[str]], object]) -> None:
@@ -94,10 +99,6 @@ def ensure_device_class(kube: Kube, body: Obj) -> ClassOutcome:
     return "updated"
 
 
-def _noop(step: str) -> None:
-    return None
-
-
 def migrate_pool(
     kube: Kube,
     pool: Pool,
@@ -105,30 +106,25 @@ def migrate_pool(
     install: Callable[[Sequence[str]], object],
     device_class: Obj,
     *,
-    on_step: OnStep = _noop,
+    on_step: OnStep = lambda _: None,
     evict: bool = True,
 ) -> RolloutReport:
     """Move one pool from the device plugin to the DRA driver, step by step."""
-    report = RolloutReport()
-
-    def step(name: str) -> None:
-        report.steps.append(name)
-        on_step(name)
-
+    report = RolloutReport(on_step=on_step)
     label_pool(kube, pool.nodes, {STACK_LABEL: STACK_DRA})
-    step("label")
+    report.step("label")
     cordon(kube, pool.nodes)
-    step("cordon")
+    report.step("cordon")
     report.drained = drain(kube, pool.nodes, evict=evict)
-    step("drain")
+    report.step("drain")
     exclude_from_device_plugin(pool.nodes, plugins)
-    step("exclude-device-plugin")
+    report.step("exclude-device-plugin")
     install_driver(kube, pool, install)
-    step("install-driver")
+    report.step("install-driver")
     report.device_class = ensure_device_class(kube, device_class)
-    step("device-class")
+    report.step("device-class")
     uncordon(kube, pool.nodes)
-    step("uncordon")
+    report.step("uncordon")
     return report
 
 
@@ -138,29 +134,24 @@ def rollback_pool(
     plugins: Sequence[DevicePlugin],
     uninstall: Callable[[Sequence[str]], object],
     *,
-    on_step: OnStep = _noop,
+    on_step: OnStep = lambda _: None,
     evict: bool = True,
 ) -> RolloutReport:
     """Give one migrated pool back to the device plugin. The DeviceClass stays (other
     pools still use it); a device is managed by one mechanism at a time, so the driver's
     slices are gone before the plugin returns."""
-    report = RolloutReport()
-
-    def step(name: str) -> None:
-        report.steps.append(name)
-        on_step(name)
-
+    report = RolloutReport(on_step=on_step)
     cordon(kube, pool.nodes)
-    step("cordon")
+    report.step("cordon")
     report.drained = drain(kube, pool.nodes, evict=evict)
-    step("drain")
+    report.step("drain")
     uninstall_driver(kube, pool, uninstall)
-    step("uninstall-driver")
+    report.step("uninstall-driver")
     # The relabel is what gives a DaemonSet plugin the pool back (its affinity excludes
     # STACK_LABEL=dra), so it happens only now, with the driver's slices gone.
     label_pool(kube, pool.nodes, {STACK_LABEL: STACK_DEVICE_PLUGIN})
     readmit_to_device_plugin(pool.nodes, plugins)
-    step("readmit-device-plugin")
+    report.step("readmit-device-plugin")
     uncordon(kube, pool.nodes)
-    step("uncordon")
+    report.step("uncordon")
     return report
