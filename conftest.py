@@ -11,4 +11,5 @@ pytest_plugins = [
     "fixtures.redaction",
     "fixtures.scan",
     "fixtures.realnodes",
+    "fixtures.progress",
 ]

@@ -9,6 +9,7 @@
         personality: nvidia-v0.4
         mig: {mode: static, layout: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb], gpus: [0, 1]}
         device_plugin: true             # legacy stack advertises nvidia.com/gpu here too
+        dra: true                       # false: a pool still on the device plugin alone (no slices)
         consumable_capacity: false      # shared devices (example driver only)
         driver_version: "580.95.05"
         cuda_driver_version: "13.0"
@@ -56,6 +57,7 @@ _POOL_FIELDS = (
     "personality",
     "mig",
     "device_plugin",
+    "dra",
     "consumable_capacity",
     "driver_version",
     "cuda_driver_version",
@@ -92,6 +94,8 @@ class Pool:
     personality: Personality
     mig: MigConfig = MigConfig()
     device_plugin: bool = False
+    # False: not migrated yet; the device plugin alone serves the pool, the driver publishes nothing.
+    dra: bool = True
     consumable_capacity: bool = False
     driver_version: str = DEFAULT_DRIVER_VERSION
     cuda_driver_version: str = DEFAULT_CUDA_DRIVER_VERSION
@@ -212,6 +216,9 @@ def _pool(raw: Any, i: int, default_personality: str, source: str) -> Pool:
         )
     if consumable and mig.mode != "none":
         raise FleetError(f"{where}: consumable_capacity cannot be combined with MIG")
+    dra, device_plugin = _bool(raw, "dra", True, where), _bool(raw, "device_plugin", False, where)
+    if not dra and (not device_plugin or mig.mode != "none" or consumable):
+        raise FleetError(f"{where}: dra: false is a device-plugin pool: it needs device_plugin: true, no mig")
     return Pool(
         name=name,
         node_names=nodes,
@@ -219,11 +226,19 @@ def _pool(raw: Any, i: int, default_personality: str, source: str) -> Pool:
         gpus=gpus,
         personality=personality,
         mig=mig,
-        device_plugin=bool(raw.get("device_plugin", False)),
+        device_plugin=device_plugin,
+        dra=dra,
         consumable_capacity=consumable,
         driver_version=str(raw.get("driver_version", DEFAULT_DRIVER_VERSION)),
         cuda_driver_version=str(raw.get("cuda_driver_version", DEFAULT_CUDA_DRIVER_VERSION)),
     )
+
+
+def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise FleetError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
 
 
 def _int(value: Any, what: str, lo: int, hi: int) -> int:

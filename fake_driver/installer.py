@@ -48,7 +48,8 @@ def install(
 
     The guard looks at the fleet's nodes of this driver, or at every node without a fleet.
     """
-    nodes = None if fleet is None else [n.name for n in fleet.nodes if n.pool.personality.driver == p.driver]
+    served = [] if fleet is None else [n for n in fleet.nodes if n.pool.dra]  # not device-plugin pools
+    nodes = None if fleet is None else [n.name for n in served if n.pool.personality.driver == p.driver]
     check_device_plugin_guard(api_client, p, nodes, override=gpu_resources_enabled_override)
     rest = as_rest(api_client)
     group, version = p.api_group_version

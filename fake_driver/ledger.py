@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fake_driver.apilimits import Minor
 from fake_driver.errors import UnknownChoiceError
@@ -62,7 +62,12 @@ class Ledger:
         """Render every node (no faults). ``legacy`` defaults to the pools' ``device_plugin``."""
         if legacy is None:
             legacy = {n.name: n.pool.gpus for n in fleet.nodes if n.pool.device_plugin}
-        return cls((render_node(n, minor) for n in fleet.nodes), legacy)
+        rendered = (render_node(n, minor) for n in fleet.nodes)
+        # A device-plugin pool (dra: false) has the GPUs but publishes no DRA device for them.
+        pools = (
+            rp if fleet.node(rp.node).pool.dra else replace(rp, slices=(), devices=()) for rp in rendered
+        )
+        return cls(pools, legacy)
 
     def gpus(self, node: str) -> tuple[PhysicalGpu, ...]:
         return self._gpus[node]

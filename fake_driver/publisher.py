@@ -47,7 +47,9 @@ from fake_driver.slices import RenderedPool, render_node
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
-Action = Literal["created", "updated", "unchanged", "crashed", "missing-node", "removed"]
+Action = Literal[
+    "created", "updated", "unchanged", "crashed", "missing-node", "removed", "device-plugin-only"
+]
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,11 @@ class Publisher:
 
         def one(spec: NodeSpec) -> NodeResult:
             mine = spec.pool.personality
+            if not spec.pool.dra:  # a device-plugin pool: whatever slices it had are stale
+                stale = [s for p in drivers for s in by_driver_node.get((p.driver, spec.name), [])]
+                for s in stale:
+                    self._delete(self._personality_for(s), s)
+                return NodeResult(spec.name, "device-plugin-only")
             if spec.name not in nodes:
                 if not delete_gone:
                     return NodeResult(spec.name, "missing-node")

@@ -62,14 +62,17 @@ def cmd_controlplane_build(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from harness.clusters import named
+    from harness.clusters import gpufleet, named
 
-    record, already = named.start(args.name, args.k8s_version, args.gates, args.real_nodes)
+    fleet = None if args.no_fleet else Path(args.fleet) if args.fleet else gpufleet.DEMO_FLEET
+    record, already = named.start(args.name, args.k8s_version, args.gates, args.real_nodes, fleet)
     how = "is already running" if already else "is ready"
     print(
         f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
         f"logs in {named.state_dir(args.name) / 'logs'}"
     )
+    if fleet is not None and not already:
+        print(f"# GPU fleet from {fleet}; `dra-harness cluster status --name {args.name}` shows it")
     print(f"export KUBECONFIG={record.kubeconfig}", flush=True)
     named.acknowledge(record)
     return 0
@@ -84,13 +87,26 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
-    from harness.clusters import named
+    from harness.clusters import gpufleet, named
+    from harness.kube import Kube
 
     record = named.running(args.name)
     if record is None:
         print(f"cluster {args.name!r} is not running")
         return 1
-    print(json.dumps(record.to_json(), indent=2))
+    if args.json:
+        print(json.dumps(record.to_json(), indent=2))
+        return 0
+    print(f"# cluster {args.name!r}: Kubernetes {record.kubernetes}, gates {record.profile}")
+    print(
+        f"{'POOL':<16}{'NODES':>7}{'READY':>7}{'DRA DEVICES':>13}{'ALLOCATED':>11}"
+        f"{'nvidia.com/gpu':>16}{'REQUESTED':>11}"
+    )
+    for p in gpufleet.fleet_status(Kube.from_kubeconfig(record.kubeconfig)):
+        print(
+            f"{p.pool:<16}{p.nodes:>7}{p.ready:>7}{p.published:>13}{p.allocated:>11}{p.legacy:>16}{p.legacy_requested:>11}"
+        )
+    print(f"export KUBECONFIG={record.kubeconfig}")
     return 0
 
 
@@ -165,62 +181,33 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.bench.modes import MODES
     from harness.bench.present import format_summary
-    from harness.bench.scale import MAX_BATCHES, run, validate
-    from harness.costs import DEFAULT_BENCH_DIR
+    from harness.bench.scale import prepare, run
 
-    matrix = load_matrix()
-    names = [n for k in args.k8s_version or [[matrix.default_minor]] for n in k]
-    minors = [matrix.minor(n) for n in names]  # unknown minors fail here, before any build
-    modes = tuple(args.modes) if args.modes else MODES
-    if args.out and len(minors) > 1:
-        raise HarnessError("--out names one file; give one -k with it")
-    max_batches = MAX_BATCHES if args.max_batches is None else args.max_batches
-    validate(args.nodes, args.pods, args.reps, modes, max_batches)
-    outs = {m.name: Path(args.out or DEFAULT_BENCH_DIR / f"scale-{m.name}.json") for m in minors}
-    for out in outs.values():  # the result comes at the end of a long run: it must be writable now
-        check_output(out, "--out")
-    for minor in minors:
-        ensure_controlplane(minor)
-    ensure_kwok(matrix)
-    for minor in minors:
-        out = outs[minor.name]
-        summary = run(minor.name, args.nodes, args.pods, args.reps, modes, out, max_batches=max_batches)
+    modes = tuple(args.modes) if args.modes else None
+    plan = prepare(args.k8s_version, args.nodes, args.pods, args.reps, modes, args.out, args.max_batches)
+    for minor, out in plan.outs.items():
+        summary = run(minor, args.nodes, args.pods, args.reps, plan.modes, out, max_batches=plan.max_batches)
         print(format_summary(summary))
         print(f"written to {out}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.layout import REPORTS
+    from harness.layout import REPORTS, latest_matrix_run, new_run_id
     from harness.readiness import write_report
 
     if args.merge:
         dirs = [Path(d) for d in args.merge]
-        out = Path(args.out) if args.out else REPORTS / f"merged-{_now()}"
+        out = Path(args.out) if args.out else REPORTS / f"merged-{new_run_id()}"
     else:
-        if args.dir:
-            dirs = [Path(args.dir)]
-        else:
-            runs = sorted(p for p in REPORTS.glob("*T*Z") if (p / "cells").is_dir())
-            if not runs:
-                raise HarnessError(
-                    f"no matrix runs in {REPORTS}; run `dra-harness matrix` first or name a DIR"
-                )
-            dirs = [runs[-1]]
+        dirs = [Path(args.dir) if args.dir else latest_matrix_run(REPORTS)]
         out = Path(args.out) if args.out else dirs[0]
     check_output(out, "--out", directory=True)
     bench = Path(args.bench) if args.bench else None
     for path in write_report(dirs, out, bench=bench):
         print(f"report: {path}")
     return 0
-
-
-def _now() -> str:
-    from harness.layout import new_run_id
-
-    return new_run_id()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -257,7 +244,11 @@ def _cluster_parsers(sub: Subparsers) -> None:
     )
     for action, func in (("up", cmd_cluster_up), ("down", cmd_cluster_down), ("status", cmd_cluster_status)):
         p = cl.add_parser(action)
-        p.add_argument("--name", default="default")
+        p.add_argument(
+            "--name",
+            default=os.environ.get("DRA_HARNESS_CLUSTER") or "default",
+            help="the cluster's name (default: $DRA_HARNESS_CLUSTER, else 'default')",
+        )
         if action == "up":
             p.add_argument("-k", "--k8s-version", type=nonempty)
             p.add_argument("-g", "--gates", type=nonempty)
@@ -269,6 +260,17 @@ def _cluster_parsers(sub: Subparsers) -> None:
                 metavar="N",
                 help="N real nodes (kubelet + containerd, make nodeparts), besides kwok pools",
             )
+            fleet = p.add_mutually_exclusive_group()
+            fleet.add_argument(
+                "--fleet",
+                type=nonempty,
+                metavar="FILE",
+                help="fake_driver fleet YAML: its nodes, DeviceClasses and a publisher kept running "
+                "(default: harness/clusters/demo-fleet.yaml)",
+            )
+            fleet.add_argument("--no-fleet", action="store_true", help="no nodes, driver or classes")
+        if action == "status":
+            p.add_argument("--json", action="store_true", help="the supervisor's record (PIDs, kubeconfig)")
         p.set_defaults(func=func)
     kind = sub.add_parser("kind", help="kind clusters the harness left").add_subparsers(
         dest="action", required=True

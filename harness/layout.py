@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from harness.cells import Cell
+from harness.errors import HarnessError
 from harness.redaction import redact_obj
 from harness.versions import REPO_ROOT
 
@@ -26,6 +27,14 @@ REPORTS = REPO_ROOT / "reports" / "out"
 
 def new_run_id() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def latest_matrix_run(root: Path = REPORTS) -> Path:
+    """The newest matrix run directory under `root` (run ids sort by time)."""
+    runs = sorted(p for p in root.glob("*T*Z") if (p / "cells").is_dir())
+    if not runs:
+        raise HarnessError(f"no matrix runs in {root}; run `dra-harness matrix` first or name a DIR")
+    return runs[-1]
 
 
 def cell_dir(run_dir: Path, cell: Cell) -> Path:

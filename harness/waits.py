@@ -35,8 +35,12 @@ class Timeouts:
     pod_running: float = 60.0
     claim_allocated: float = 60.0
     deletion: float = 60.0
-    # How long "stays Pending" must hold: several scheduler retry cycles (backoff 1s..10s).
-    stays_pending: float = 8.0
+    # "Stays Pending" after the scheduler has reported the pod Unschedulable for the expected
+    # reason (the evidence): a confirmation window covering the first retries (backoff 1s, 2s).
+    stays_pending: float = 3.0
+    # "Stays unbound" with no scheduler verdict to wait for (a gang held before its quorum):
+    # several retry cycles (backoff 1s..10s) are the evidence.
+    stays_unbound: float = 8.0
     # Every API request, connecting (TCP and TLS) and then waiting for the answer, each: far
     # above what a healthy API server takes, well below the 30 s in which a CLI must fail.
     # A watch waits its timeoutSeconds on top (fake_driver.apiclient.request_timeout).

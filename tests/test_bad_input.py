@@ -243,6 +243,10 @@ BAD_NAME = r"^dra-harness: cluster name .* is not valid: 1-40 lowercase letters,
 PLANTED = files({"elsewhere/etcd/keep": "", "cache/dra-harness/clusters/.keep": ""})
 
 
+def _bad_fleet(tmp: Path) -> None:
+    (tmp / "fleet.yaml").write_text("pools: [{name: x, profile: t4, gpus: 99}]\n")
+
+
 def _plant_symlink(tmp: Path) -> None:
     PLANTED(tmp)
     (tmp / "cache/dra-harness/clusters/planted").symlink_to(tmp / "elsewhere")
@@ -275,6 +279,26 @@ LIFECYCLE: list[Row] = [
         1,
         r"clusters/planted is not a directory of dra-harness's own; remove it by hand$",
         setup=_plant_symlink,
+    ),
+    Row(
+        "cluster-up-fleet-missing",
+        ("cluster", "up", "--name", "fleetless", "--fleet", "{tmp}/none.yaml"),
+        1,
+        r"^dra-harness: fleet .*/none.yaml: cannot read fleet file .*: No such file or directory$",
+    ),
+    Row(
+        "cluster-up-fleet-invalid",
+        ("cluster", "up", "--name", "fleetless", "--fleet", "{tmp}/fleet.yaml"),
+        1,
+        r"^dra-harness: fleet .*/fleet.yaml: .*pool 'x': gpus must be an integer in \[1, 32\], got 99$",
+        setup=_bad_fleet,
+    ),
+    Row("cluster-up-fleet-empty", ("cluster", "up", "--fleet", ""), 2, r"--fleet: must not be empty"),
+    Row(
+        "cluster-up-fleet-and-no-fleet",
+        ("cluster", "up", "--fleet", "f.yaml", "--no-fleet"),
+        2,
+        r"argument --no-fleet: not allowed with argument --fleet",
     ),
     Row(
         "cluster-up-planted-symlink",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from fake_driver.fleet import MAX_NODES_PER_FLEET
@@ -34,9 +35,12 @@ from harness.bench.summary import RepResult, summarize
 from harness.bench.workload import MIN_WINDOW_SECONDS, Bench
 from harness.clusters.components import Tuning
 from harness.clusters.local import LocalCluster
-from harness.costs import ScaleSummary, write_scale
+from harness.controlplane.build import ensure_controlplane, ensure_kwok
+from harness.costs import DEFAULT_BENCH_DIR, ScaleSummary, write_scale
 from harness.errors import HarnessError
 from harness.kube import Kube
+from harness.outputs import check_output
+from harness.versions import load_matrix
 
 CLIENT_QPS = 5000  # as scheduler_perf: client-side rate limiters must not be the bottleneck
 # A repetition shorter than MIN_WINDOW_SECONDS adds a batch, up to this many. One by default:
@@ -80,6 +84,42 @@ def validate(
             raise HarnessError(f"--{name} must be at least 1, got {value}")
     if nodes > MAX_NODES_PER_FLEET:  # the fake driver's limit, hit only after the cluster is up
         raise HarnessError(f"--nodes must be at most {MAX_NODES_PER_FLEET}, got {nodes}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    outs: dict[str, Path]  # minor -> its JSON file
+    modes: tuple[str, ...]
+    max_batches: int
+
+
+def prepare(
+    k8s_versions: list[list[str]] | None,
+    nodes: int,
+    pods: int,
+    reps: int,
+    modes: tuple[str, ...] | None,
+    out: str | None,
+    max_batches: int | None,
+) -> Plan:
+    """Everything a benchmark run can refuse, refused before it starts (unknown minors and
+    modes, an --out for several minors, an unwritable output), then the builds it needs."""
+    matrix = load_matrix()
+    minors = [matrix.minor(n) for k in k8s_versions or [[matrix.default_minor]] for n in k]
+    if out and len(minors) > 1:
+        raise HarnessError("--out names one file; give one -k with it")
+    plan = Plan(
+        {m.name: Path(out or DEFAULT_BENCH_DIR / f"scale-{m.name}.json") for m in minors},
+        modes or MODES,
+        MAX_BATCHES if max_batches is None else max_batches,
+    )
+    validate(nodes, pods, reps, plan.modes, plan.max_batches)
+    for path in plan.outs.values():  # the result comes at the end of a long run: writable now
+        check_output(path, "--out")
+    for minor in minors:
+        ensure_controlplane(minor)
+    ensure_kwok(matrix)
+    return plan
 
 
 def run(

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.clusters import gpufleet
 from harness.clusters.identity import ProcessIdentity
 from harness.clusters.processes import log_tail
 from harness.clusters.realnodes import RealPool, real_node_parts
@@ -148,7 +149,13 @@ def running(name: str) -> ClusterRecord | None:
 
 
 def up(
-    name: str, minor: Minor, profile: GateProfile, *, explicit: bool, real_nodes: int = 0
+    name: str,
+    minor: Minor,
+    profile: GateProfile,
+    *,
+    explicit: bool,
+    real_nodes: int = 0,
+    fleet: Path | None = None,
 ) -> tuple[ClusterRecord, bool]:
     """Start the named cluster, or attach to the one starting or running under that name.
     Returns (record once ready, whether it was already there). `explicit`: the caller named a
@@ -163,7 +170,7 @@ def up(
                 _refuse_other_cell(record, minor, profile, explicit)
             else:
                 _clear_stale(directory, record)
-                spawned, record = _spawn(directory, name, minor, profile, real_nodes)
+                spawned, record = _spawn(directory, name, minor, profile, real_nodes, fleet)
         return _await_ready(directory, record, spawned), spawned is None
     except BaseException:
         if spawned is not None:
@@ -172,22 +179,28 @@ def up(
 
 
 def start(
-    name: str, k8s_version: str | None, gates: str | None, real_nodes: int = 0
+    name: str,
+    k8s_version: str | None,
+    gates: str | None,
+    real_nodes: int = 0,
+    fleet: Path | None = None,
 ) -> tuple[ClusterRecord, bool]:
-    """`dra-harness cluster up`: check the name and the cell, build what is missing in the
-    foreground (where its progress is visible), then `up`. A version or profile left out
-    matches whatever the named cluster runs."""
+    """`dra-harness cluster up`: check the name, the cell and the fleet file, build what is
+    missing in the foreground (where its progress is visible), then `up`. A version or
+    profile left out matches whatever the named cluster runs."""
     validate_name(name)
     matrix = load_matrix()
     minor = matrix.minor(k8s_version or matrix.default_minor)
     profile = minor.profile(gates or matrix.default_profile)
+    if fleet is not None:
+        gpufleet.read_fleet(fleet)  # one line now, not a failed start later
     if running(name) is None:
         ensure_controlplane(minor)
         ensure_kwok(matrix)
     if real_nodes:
         real_node_parts(matrix, minor, [RealPool(count=real_nodes)])  # one line if not built
     explicit = k8s_version is not None or gates is not None
-    return up(name, minor, profile, explicit=explicit, real_nodes=real_nodes)
+    return up(name, minor, profile, explicit=explicit, real_nodes=real_nodes, fleet=fleet)
 
 
 def acknowledge(record: ClusterRecord) -> None:
@@ -228,11 +241,12 @@ def _clear_stale(directory: Path, record: ClusterRecord | None) -> None:
 
 
 def _spawn(
-    directory: Path, name: str, minor: Minor, profile: GateProfile, real_nodes: int = 0
+    directory: Path, name: str, minor: Minor, profile: GateProfile, real_nodes: int, fleet: Path | None
 ) -> tuple[subprocess.Popen[bytes], ClusterRecord]:
     argv = [sys.executable, "-m", "harness.clusters.supervisor", "--state-dir", str(directory)]
     argv += ["--k8s-version", minor.name, "--gates", profile.name, "--owner-pid", str(os.getpid())]
     argv += [f"--real-nodes={real_nodes}"] if real_nodes else []
+    argv += ["--fleet", str(fleet.resolve())] if fleet else []
     with (directory / LOG).open("wb") as log:
         proc = subprocess.Popen(
             argv,

@@ -18,15 +18,17 @@ import argparse
 import ctypes
 import os
 import select
+import shutil
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from fake_driver.errors import FakeDriverError
 from harness.clusters.identity import ProcessIdentity
 from harness.clusters.local import LocalCluster
 from harness.clusters.named import ACKNOWLEDGE, ClusterRecord, write_record
-from harness.clusters.processes import exit_code, install_signal_teardown
+from harness.clusters.processes import ManagedProcess, exit_code, install_signal_teardown
 from harness.clusters.realnodes import RealPool
 from harness.errors import HarnessError
 
@@ -71,7 +73,38 @@ class _OwnerWatch:
         self._done.set()
 
 
-def _record(args: argparse.Namespace, cluster: LocalCluster) -> ClusterRecord:
+class _Fleet:
+    """The GPU fleet (harness.clusters.gpufleet) and its publisher, restarted if it dies."""
+
+    def __init__(self, fleet_file: Path, cluster: LocalCluster, state_dir: Path) -> None:
+        from harness.clusters import gpufleet
+        from harness.kube import Kube
+
+        copy = state_dir / gpufleet.FLEET_COPY
+        if fleet_file.resolve() != copy.resolve():
+            shutil.copyfile(fleet_file, copy)
+        try:
+            gpufleet.create_fleet(Kube.from_kubeconfig(cluster.kubeconfig), gpufleet.read_fleet(copy))
+        except FakeDriverError as err:  # e.g. the installer's device-plugin guard
+            raise HarnessError(f"fleet {fleet_file}: {err}") from None
+        argv = gpufleet.publisher_argv(copy, cluster.kubeconfig)
+        self.publisher = ManagedProcess(
+            "fake-driver-publisher", argv, cluster.log_path("fake-driver-publisher")
+        )
+        self.publisher.start()
+        self.restarts = 0
+
+    def keep_running(self) -> bool:
+        """Restart the publisher if it has exited; True if it did."""
+        if self.publisher.running():
+            return False
+        self.restarts += 1
+        print(f"fake-driver-publisher exited: restart {self.restarts}", flush=True)
+        self.publisher.start()
+        return True
+
+
+def _record(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None = None) -> ClusterRecord:
     return ClusterRecord(
         name=args.state_dir.name,
         minor=cluster.minor.name,
@@ -80,8 +113,26 @@ def _record(args: argparse.Namespace, cluster: LocalCluster) -> ClusterRecord:
         phase="ready",
         supervisor=ProcessIdentity.of(os.getpid()),
         kubeconfig=str(cluster.kubeconfig),
-        components={name: ProcessIdentity.of(pid) for name, pid in cluster.pids().items()},
+        components={
+            **{name: ProcessIdentity.of(pid) for name, pid in cluster.pids().items()},
+            **({"fake-driver-publisher": ProcessIdentity.of(fleet.publisher.pid)} if fleet else {}),
+        },
     )
+
+
+def _serve(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None, watch: _OwnerWatch) -> int:
+    """Until a stop signal (returned): acknowledgements, and the publisher kept running."""
+    while True:
+        got = signal.sigtimedwait({*_STOP, ACKNOWLEDGE}, 2.0)
+        if got is None:
+            if fleet is not None and fleet.keep_running():
+                write_record(args.state_dir, _record(args, cluster, fleet))
+        elif got.si_signo == ACKNOWLEDGE:
+            _die_with_owner(0)  # `up` told the user: the cluster now outlives it
+            watch.release()
+            print("acknowledged: detached from `cluster up`", flush=True)
+        else:
+            return got.si_signo
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gates", required=True)
     parser.add_argument("--owner-pid", type=int, required=True)
     parser.add_argument("--real-nodes", type=int, default=0)
+    parser.add_argument("--fleet", type=Path, help="fake_driver fleet file: nodes, classes, publisher")
     args = parser.parse_args(argv)
     _die_with_owner(signal.SIGTERM)
     # Ignored until it is waited for (a blocked mask now would be inherited by every component;
@@ -105,15 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     cluster = LocalCluster(
         args.k8s_version, args.gates, run_dir=args.state_dir, keep_run_dir=True, real_pools=pools
     )
+    fleet: _Fleet | None = None
     try:
         cluster.start()
+        fleet = _Fleet(args.fleet, cluster, args.state_dir) if args.fleet else None
         signal.pthread_sigmask(signal.SIG_BLOCK, {*_STOP, ACKNOWLEDGE})  # from here: sigwait
-        write_record(args.state_dir, _record(args, cluster))
+        write_record(args.state_dir, _record(args, cluster, fleet))
         print(f"ready: {cluster.minor.kubernetes}, {cluster.profile.name}", flush=True)
-        while (signum := signal.sigwait({*_STOP, ACKNOWLEDGE})) == ACKNOWLEDGE:
-            _die_with_owner(0)  # `up` told the user: the cluster now outlives it
-            watch.release()
-            print("acknowledged: detached from `cluster up`", flush=True)
+        signum = _serve(args, cluster, fleet, watch)
         print(f"stopping on {signal.Signals(signum).name}", flush=True)
     except KeyboardInterrupt as stop:
         code = exit_code(stop)
@@ -125,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         watch.release()
         signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # a second signal must not cut the stop short
+        if fleet is not None:
+            fleet.publisher.stop(grace=5.0)
         cluster.stop()
     return 0
 

@@ -9,6 +9,7 @@ from fake_driver.apilimits import parse_minor
 from fake_driver.ledger import Ledger, Usage
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
+from harness.builders import RESOURCE_V1 as RESOURCE_API
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
 from harness.clusters.nodes import POOL_LABEL
@@ -27,8 +28,6 @@ from harness.objects import Created
 from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.verification import verify
 from harness.waits import TIMEOUTS, wait_for
-
-RESOURCE_API = b.resource_api()
 
 
 def _pods(kube: Kube, namespace: str, names: list[str]) -> list[Obj]:

@@ -103,7 +103,7 @@ def _none_bound(kube: Kube, namespace: str, count: int, why: str) -> None:
     assert_stays(
         lambda: kube.list("v1", "Pod", namespace),
         lambda pods: len(pods) == count and not any(p["spec"].get("nodeName") for p in pods),
-        duration=TIMEOUTS.stays_pending,
+        duration=TIMEOUTS.stays_unbound,
         describe=f"none of the {count} gang pods bound ({why})",
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fake_driver.deviceclasses import render_device_classes
+from fake_driver.errors import FleetError
 from fake_driver.fleet import fleet_from_dict
 from fake_driver.ledger import Ledger, Usage
 from fake_driver.personalities import get_personality
@@ -98,3 +99,30 @@ def test_dropped_fields_name_the_gate_once() -> None:
         ("spec.devices[0].consumesCounters", "DRAPartitionableDevices"),
     ]
     assert dropped_fields(sent, sent) == []
+
+
+def test_a_device_plugin_pool_has_gpus_but_no_dra_device_and_is_not_double_advertised() -> None:
+    legacy = {"name": "legacy", "nodes": ["l1"], "profile": "h100-80gb-hbm3", "gpus": 4}
+    legacy["device_plugin"] = True
+    led = Ledger.for_fleet(fleet_from_dict({"pools": [{**legacy, "dra": False}]}), (1, 37))
+    assert len(led.gpus("l1")) == 4
+    assert len(led.legacy_units("l1")) == 4
+    assert led.double_advertised() == {}
+    with pytest.raises(KeyError):
+        led.dra("gpu.nvidia.com", "l1", "gpu-0")
+    both = Ledger.for_fleet(fleet_from_dict({"pools": [legacy]}), (1, 37))
+    assert list(both.double_advertised()) == ["l1"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"dra": False}, "dra: false is a device-plugin pool: it needs device_plugin: true, no mig"),
+        ({"dra": "no", "device_plugin": True}, "dra must be true or false, got 'no'"),
+        ({"device_plugin": 1}, "device_plugin must be true or false, got 1"),
+    ],
+)
+def test_dra_false_is_only_a_device_plugin_pool(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(FleetError) as err:
+        fleet_from_dict({"pools": [{"name": "p", "nodes": ["n"], "profile": "l4", "gpus": 1, **fields}]})
+    assert str(err.value) == f"<fleet>: pool 'p': {message}"

@@ -1,0 +1,94 @@
+"""`cluster up --fleet`: the fleet's nodes, classes and slices, and a publisher the supervisor
+keeps running; `--no-fleet`: a bare cluster."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.builders import resource_api
+from harness.clusters import named
+from harness.clusters.identity import ProcessIdentity
+from harness.kube import Kube
+from harness.waits import TIMEOUTS, wait_for
+from tests.e2e.lifecycle_probe import cli, finish, processes_of
+
+FLEET = """\
+personality: nvidia-v25.12
+pools:
+  - {name: l4, count: 1, profile: l4, gpus: 2}
+  - {name: old, count: 1, profile: t4, gpus: 4, device_plugin: true, dra: false}
+"""
+
+
+@pytest.fixture
+def name() -> Iterator[str]:
+    name = f"t{os.getpid()}-fleet"
+    yield name
+    finish(cli("cluster", "down", "--name", name), "cluster down")
+
+
+def _devices_per_node(kube: Kube) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for s in kube.list(resource_api(), "ResourceSlice"):
+        node = s["spec"]["nodeName"]
+        counts[node] = counts.get(node, 0) + len(s["spec"]["devices"])
+    return counts
+
+
+def _publisher(name: str) -> ProcessIdentity:
+    record = named.running(name)
+    assert record is not None
+    return record.components["fake-driver-publisher"]
+
+
+def test_the_supervisor_restarts_a_killed_publisher_and_the_slices_stay(name: str, tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(FLEET)
+    code, out, err = finish(cli("cluster", "up", "--name", name, "--fleet", str(fleet)), "cluster up")
+    assert code == 0, err
+    assert f"# GPU fleet from {fleet}" in out
+    fleet.unlink()  # the cluster keeps its own copy
+    kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
+    wait_for(
+        lambda: _devices_per_node(kube), lambda d: d == {"l4-0": 2}, timeout=30, describe="l4-0's slices"
+    )
+    old = kube.get("v1", "Node", "old-0")
+    assert old["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+    first = _publisher(name)
+    os.kill(first.pid, signal.SIGKILL)
+    second = wait_for(
+        lambda: _publisher(name),
+        lambda p: p.pid != first.pid and p.alive(),
+        timeout=TIMEOUTS.node_ready,
+        describe="the supervisor's record naming a restarted publisher",
+    )
+    assert "fake-driver-publisher exited: restart 1" in (named.state_dir(name) / named.LOG).read_text()
+    kube.delete(
+        resource_api(), "ResourceSlice", kube.list(resource_api(), "ResourceSlice")[0]["metadata"]["name"]
+    )
+    wait_for(
+        lambda: _devices_per_node(kube),
+        lambda d: d == {"l4-0": 2},
+        timeout=30,
+        describe="the restarted publisher republishing a deleted slice",
+    )
+    assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
+    assert not second.alive()
+    assert processes_of(named.state_dir(name)) == []
+
+
+def test_no_fleet_gives_a_bare_cluster(name: str) -> None:
+    code, out, err = finish(cli("cluster", "up", "--name", name, "--no-fleet"), "cluster up")
+    assert code == 0, err
+    assert "GPU fleet" not in out
+    kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
+    assert kube.list("v1", "Node") == []
+    assert kube.list(resource_api(), "DeviceClass") == []
+    record = named.running(name)
+    assert record is not None
+    assert "fake-driver-publisher" not in record.components
