@@ -24,8 +24,9 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from fake_driver.fleet import fleet_from_dict
+from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.publisher import Publisher
+from harness.builders import RESOURCE_V1
 from harness.clusters.local import LocalCluster
 from harness.clusters.nodes import KWOK_ANNOTATION, NodePool, node_manifest
 from harness.kube import Kube
@@ -49,7 +50,31 @@ def _create_nodes(kube: Kube, pool: NodePool) -> list[str]:
 
 
 def _count_slices(kube: Kube) -> int:
-    return len(kube.list("resource.k8s.io/v1", "ResourceSlice", field_selector="spec.driver=gpu.nvidia.com"))
+    return len(kube.list(RESOURCE_V1, "ResourceSlice", field_selector="spec.driver=gpu.nvidia.com"))
+
+
+def _publish_runs(
+    kube: Kube, fleet: Fleet, minor: str, args: argparse.Namespace
+) -> tuple[list[float], list[int]]:
+    """Publish the whole fleet `args.runs` times (removing it after each): seconds per run
+    and slices published per run."""
+    runs: list[float] = []
+    slices: list[int] = []
+    for _ in range(args.runs):
+        pub = Publisher(
+            kube.api_client, fleet, minor, workers=args.workers, dry_run_first=not args.no_dry_run
+        )
+        t0 = time.monotonic()
+        report = pub.publish_all()
+        runs.append(time.monotonic() - t0)
+        created = report.by_action("created")
+        if len(created) != args.nodes:
+            raise SystemExit(f"expected {args.nodes} created pools, got {len(created)}")
+        slices.append(_count_slices(kube))
+        pub.remove_all()
+        if _count_slices(kube) != 0:
+            raise SystemExit("slices left after remove_all")
+    return runs, slices
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,26 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             {"pools": [{"name": "bench", "nodes": names, "profile": args.profile, "gpus": args.gpus}]}
         )
         rss_before = _peak_rss_mib()
-        runs: list[float] = []
-        slices: list[int] = []
-        for _ in range(args.runs):
-            pub = Publisher(
-                kube.api_client,
-                fleet,
-                cluster.minor.name,
-                workers=args.workers,
-                dry_run_first=not args.no_dry_run,
-            )
-            t0 = time.monotonic()
-            report = pub.publish_all()
-            runs.append(time.monotonic() - t0)
-            created = report.by_action("created")
-            if len(created) != args.nodes:
-                raise SystemExit(f"expected {args.nodes} created pools, got {len(created)}")
-            slices.append(_count_slices(kube))
-            pub.remove_all()
-            if _count_slices(kube) != 0:
-                raise SystemExit("slices left after remove_all")
+        runs, slices = _publish_runs(kube, fleet, cluster.minor.name, args)
         median = statistics.median(runs)
         out = {
             "bench": "publish",

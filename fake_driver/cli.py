@@ -10,7 +10,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import yaml
 
@@ -37,25 +37,37 @@ from fake_driver.slices import render_node
 PROG = "fake_driver"
 
 
+Subparsers: TypeAlias = "argparse._SubParsersAction[OneLineParser]"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = OneLineParser(prog=PROG, description="Fake DRA driver with real drivers' slice shapes.")
     sub = ap.add_subparsers(dest="command", required=True)
 
     sub.add_parser("profiles", help="list GPU profiles")
     sub.add_parser("personalities", help="list driver personalities")
+    _offline_parsers(sub)
+    _cluster_parsers(sub)
+    p = sub.add_parser("ledger", help="physical GPUs advertised twice (device plugin + DRA), no cluster")
+    _fleet_arg(p)
+    p.add_argument("--minor", required=True, type=known_minor)
+    return ap
 
-    def fleet_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--fleet", required=True, help="fleet YAML file")
 
-    def cluster_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG / ~/.kube/config)")
-        p.add_argument("--context", help="kubeconfig context")
-        p.add_argument(
-            "--minor", type=known_minor, help="API server minor, e.g. 1.35 (default: ask /version)"
-        )
+def _fleet_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fleet", required=True, help="fleet YAML file")
 
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG / ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--minor", type=known_minor, help="API server minor, e.g. 1.35 (default: ask /version)")
+
+
+def _offline_parsers(sub: Subparsers) -> None:
+    """Commands that print what the fleet or a personality renders, with no cluster."""
     p = sub.add_parser("render", help="print the ResourceSlices of nodes (no cluster)")
-    fleet_arg(p)
+    _fleet_arg(p)
     p.add_argument("--minor", required=True, type=known_minor, help="API server minor, e.g. 1.35")
     p.add_argument("--node", action="append", type=node_name, help="node name (repeatable; default: all)")
     p.add_argument("--format", choices=("yaml", "json"), default="yaml")
@@ -65,21 +77,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mig-profile-classes", metavar="PROFILE", help="add per-MIG-profile classes of this GPU")
     p.add_argument("--format", choices=("yaml", "json"), default="yaml")
 
+
+def _cluster_parsers(sub: Subparsers) -> None:
+    """Commands that write to a cluster: publish, remove, install, legacy, fault."""
     p = sub.add_parser("publish", help="publish the fleet's slices")
-    fleet_arg(p)
-    cluster_args(p)
+    _fleet_arg(p)
+    _cluster_args(p)
     p.add_argument("--watch", action="store_true", help="keep reconciling until SIGINT/SIGTERM")
     p.add_argument("--interval", type=positive_float, default=5.0, help="seconds between syncs with --watch")
     p.add_argument("--keep", action="store_true", help="with --watch: leave slices behind on stop")
 
     p = sub.add_parser("remove", help="delete the fleet's slices")
-    fleet_arg(p)
-    cluster_args(p)
+    _fleet_arg(p)
+    _cluster_args(p)
 
     p = sub.add_parser("install", help="apply a personality's DeviceClasses")
     p.add_argument("--personality", required=True)
     p.add_argument("--fleet", help="check only this fleet's nodes for the device plugin")
-    cluster_args(p)
+    _cluster_args(p)
     p.add_argument(
         "--gpu-resources-enabled-override",
         action="store_true",
@@ -91,26 +106,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("legacy", help="device-plugin simulation")
     p.add_argument("action", choices=("advertise", "withdraw"))
-    fleet_arg(p)
-    cluster_args(p)
+    _fleet_arg(p)
+    _cluster_args(p)
     p.add_argument("--nodes", type=node_names, help="comma-separated (default: device_plugin pools)")
     p.add_argument("--count", type=nonnegative_int, help="units to advertise (default: the pool's GPUs)")
     p.add_argument("--remove", action="store_true", help="withdraw: drop the resource instead of 0")
 
     p = sub.add_parser("fault", help="inject a fault")
     p.add_argument("kind", choices=("crash", "recover", "stale-generation", "drop-attribute", "unhealthy"))
-    fleet_arg(p)
-    cluster_args(p)
+    _fleet_arg(p)
+    _cluster_args(p)
     p.add_argument("--nodes", type=node_names, required=True, help="comma-separated node names")
     p.add_argument("--attribute", help="drop-attribute: attribute name, e.g. productName")
     p.add_argument("--devices", type=nonempty_csv, help="unhealthy: device names, e.g. gpu-0")
     p.add_argument("--mode", choices=faults.HEALTH_MODES, help="unhealthy: override the personality")
     p.add_argument("--wipe", action="store_true", help="crash: also delete the slices (kubelet wipe)")
-
-    p = sub.add_parser("ledger", help="physical GPUs advertised twice (device plugin + DRA), no cluster")
-    fleet_arg(p)
-    p.add_argument("--minor", required=True, type=known_minor)
-    return ap
 
 
 class _NoAliasDumper(yaml.SafeDumper):

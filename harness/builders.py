@@ -16,6 +16,9 @@ def resource_api(version: str = "v1") -> str:
     return f"{RESOURCE_GROUP}/{version}"
 
 
+RESOURCE_V1 = resource_api()  # the resource.k8s.io version every supported minor serves
+
+
 def container(
     name: str = "main",
     *,

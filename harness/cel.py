@@ -18,9 +18,8 @@ from typing import Any
 import celpy
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
-from kubernetes.utils.quantity import parse_quantity
 
-from harness.kube import Obj
+from harness.kube import Obj, parse_quantity
 
 
 class Outcome(enum.Enum):
@@ -60,7 +59,7 @@ class _Semver:
 
 
 def _quantity(value: Any) -> _Quantity:
-    amount = parse_quantity(str(value))  # type: ignore[no-untyped-call]
+    amount = parse_quantity(str(value))
     return _Quantity(int(amount * 1000) if amount != amount.to_integral_value() else int(amount))
 
 

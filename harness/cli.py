@@ -9,6 +9,7 @@
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
     dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
+    dra-harness kind cleanup [--older-than 6h] delete kind clusters killed runs left
 
 Errors the user can fix print as one line and exit 1; usage errors exit 2, also one line. Both
 are found before any build, cluster or run starts. Output into a closed pipe (`| head`) ends
@@ -23,7 +24,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from fake_driver.cliargs import OneLineParser, nonempty, nonempty_csv, nonnegative_int, positive_int
 from fake_driver.errors import end_quietly_on_broken_pipe
@@ -63,24 +64,8 @@ def cmd_controlplane_build(args: argparse.Namespace) -> int:
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     from harness.clusters import gpufleet, named
 
-    named.validate_name(args.name)
-    matrix = load_matrix()
-    minor = matrix.minor(args.k8s_version or matrix.default_minor)
-    profile = minor.profile(args.gates or matrix.default_profile)
-    explicit = args.k8s_version is not None or args.gates is not None
     fleet = None if args.no_fleet else Path(args.fleet) if args.fleet else gpufleet.DEMO_FLEET
-    if fleet is not None:
-        gpufleet.read_fleet(fleet)  # one line now, not a failed start later
-    if args.real_nodes:  # before any build: an unbuilt kubelet is one line, nothing started
-        from harness.clusters.realnodes import RealPool, real_node_parts
-
-        real_node_parts(matrix, minor, [RealPool(count=args.real_nodes)])
-    if named.running(args.name) is None:
-        ensure_controlplane(minor)  # build in the foreground, where progress is visible
-        ensure_kwok(matrix)
-    record, already = named.up(
-        args.name, minor, profile, explicit=explicit, real_nodes=args.real_nodes, fleet=fleet
-    )
+    record, already = named.start(args.name, args.k8s_version, args.gates, args.real_nodes, fleet)
     how = "is already running" if already else "is ready"
     print(
         f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
@@ -125,8 +110,24 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_kind_cleanup(args: argparse.Namespace) -> int:
+    from harness.clusters.kind import cleanup, find_binary, kind_hint, parse_age
+    from harness.clusters.kind_config import CLUSTER_PREFIX
+
+    age = parse_age(args.older_than)
+    kind = find_binary("kind", args.kind_bin, "DRA_HARNESS_KIND", kind_hint(load_matrix()))
+    names = cleanup(age, kind=kind, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    for name in names:
+        print(f"{verb} {name}")
+    if not names:
+        print(f"no {CLUSTER_PREFIX}* kind cluster is older than {args.older_than}")
+    return 0
+
+
 def cmd_scan(args: argparse.Namespace) -> int:
-    from harness.scan import scan
+    from harness.scan import exit_code as scan_exit_code
+    from harness.scan import render_json, render_text, scan
 
     kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
     if not kubeconfig.exists():
@@ -134,7 +135,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
     json_out = Path(args.json) if args.json else None
     if json_out:
         check_output(json_out, "--json")
-    return scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, json_out)
+    state, findings = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver)
+    print(render_text(state, findings))
+    if json_out is not None:
+        json_out.write_text(render_json(state, findings))
+    return scan_exit_code(findings)
 
 
 def cmd_qualify(args: argparse.Namespace) -> int:
@@ -213,49 +218,27 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.bench.modes import MODES
-    from harness.bench.scale import MAX_BATCHES, format_summary, run, validate
-    from harness.readiness.report import DEFAULT_BENCH_DIR
+    from harness.bench.present import format_summary
+    from harness.bench.scale import prepare, run
 
-    matrix = load_matrix()
-    names = [n for k in args.k8s_version or [[matrix.default_minor]] for n in k]
-    minors = [matrix.minor(n) for n in names]  # unknown minors fail here, before any build
-    modes = tuple(args.modes) if args.modes else MODES
-    if args.out and len(minors) > 1:
-        raise HarnessError("--out names one file; give one -k with it")
-    max_batches = MAX_BATCHES if args.max_batches is None else args.max_batches
-    validate(args.nodes, args.pods, args.reps, modes, max_batches)
-    outs = {m.name: Path(args.out or DEFAULT_BENCH_DIR / f"scale-{m.name}.json") for m in minors}
-    for out in outs.values():  # the result comes at the end of a long run: it must be writable now
-        check_output(out, "--out")
-    for minor in minors:
-        ensure_controlplane(minor)
-    ensure_kwok(matrix)
-    for minor in minors:
-        out = outs[minor.name]
-        summary = run(minor.name, args.nodes, args.pods, args.reps, modes, out, max_batches=max_batches)
+    modes = tuple(args.modes) if args.modes else None
+    plan = prepare(args.k8s_version, args.nodes, args.pods, args.reps, modes, args.out, args.max_batches)
+    for minor, out in plan.outs.items():
+        summary = run(minor, args.nodes, args.pods, args.reps, plan.modes, out, max_batches=plan.max_batches)
         print(format_summary(summary))
         print(f"written to {out}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from harness.layout import REPORTS, latest_matrix_run, new_run_id
     from harness.readiness import write_report
-    from harness.run import REPORTS
 
     if args.merge:
         dirs = [Path(d) for d in args.merge]
-        out = Path(args.out) if args.out else REPORTS / f"merged-{_now()}"
+        out = Path(args.out) if args.out else REPORTS / f"merged-{new_run_id()}"
     else:
-        if args.dir:
-            dirs = [Path(args.dir)]
-        else:
-            runs = sorted(p for p in REPORTS.glob("*T*Z") if (p / "cells").is_dir())
-            if not runs:
-                raise HarnessError(
-                    f"no matrix runs in {REPORTS}; run `dra-harness matrix` first or name a DIR"
-                )
-            dirs = [runs[-1]]
+        dirs = [Path(args.dir) if args.dir else latest_matrix_run(REPORTS)]
         out = Path(args.out) if args.out else dirs[0]
     check_output(out, "--out", directory=True)
     bench = Path(args.bench) if args.bench else None
@@ -276,12 +259,6 @@ def real_node_count(text: str) -> int:
     return count
 
 
-def _now() -> str:
-    from harness.matrix import new_run_id
-
-    return new_run_id()
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="dra-harness", description="DRA end-to-end test harness")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -300,6 +277,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.set_defaults(func=cmd_controlplane_build)
 
+    _cluster_parsers(sub)
+    _scan_parser(sub)
+    _run_parsers(sub)
+    _bench_parser(sub)
+    return parser
+
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[OneLineParser]"
+
+
+def _cluster_parsers(sub: Subparsers) -> None:
     cl = sub.add_parser("cluster", help="a long-lived local cluster").add_subparsers(
         dest="action", required=True
     )
@@ -332,7 +320,17 @@ def build_parser() -> argparse.ArgumentParser:
         if action == "status":
             p.add_argument("--json", action="store_true", help="the supervisor's record (PIDs, kubeconfig)")
         p.set_defaults(func=func)
+    kind = sub.add_parser("kind", help="kind clusters the harness left").add_subparsers(
+        dest="action", required=True
+    )
+    p = kind.add_parser("cleanup", help="delete dra-harness-* kind clusters older than an age")
+    p.add_argument("--older-than", type=nonempty, default="6h", help="e.g. 30m, 6h, 2d (default 6h)")
+    p.add_argument("--kind-bin", type=nonempty, help="kind binary (default: $DRA_HARNESS_KIND or PATH)")
+    p.add_argument("--dry-run", action="store_true", help="only list them")
+    p.set_defaults(func=cmd_kind_cleanup)
 
+
+def _scan_parser(sub: Subparsers) -> None:
     scan = sub.add_parser("scan", help="read-only readiness scan of a live cluster (exit 0/2/3, 1 on error)")
     scan.add_argument("--kubeconfig", type=nonempty, help="default: $KUBECONFIG, then ~/.kube/config")
     scan.add_argument("--extended-resource", type=nonempty, default="nvidia.com/gpu", help="legacy resource")
@@ -349,6 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--json", type=nonempty, help="also write the findings as JSON here")
     scan.set_defaults(func=cmd_scan)
 
+
+def _run_parsers(sub: Subparsers) -> None:
     run = sub.add_parser("run", help="run the suites on one cell and write reports; after --: pytest's args")
     run.add_argument("-k", "--k8s-version", type=nonempty)
     run.add_argument("-g", "--gates", type=nonempty)
@@ -382,6 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--bench", type=nonempty, help="scale benchmark JSON (default: reports/out/bench/scale*)")
     rp.set_defaults(func=cmd_report)
 
+
+def _bench_parser(sub: Subparsers) -> None:
     bn = sub.add_parser("bench", help="scale benchmark: what DRA costs the scheduler and the API server")
     bn.add_argument(
         "-k", "--k8s-version", action="append", type=nonempty_csv, help="minor(s), a,b or repeated"
@@ -397,7 +399,6 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--modes", type=nonempty_csv, help="some of plain,legacy,bridged,claims (default: all)")
     bn.add_argument("--out", type=nonempty, help="JSON file (default: reports/out/bench/scale-<minor>.json)")
     bn.set_defaults(func=cmd_bench)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

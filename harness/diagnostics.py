@@ -8,13 +8,12 @@ from typing import Any
 
 import yaml
 
-from harness.builders import resource_api
+from harness.builders import RESOURCE_V1
 from harness.clusters.processes import log_tail
 from harness.kube import Kube, Obj
 from harness.pods import summary
 from harness.redaction import redact
 
-RESOURCE_API = resource_api()
 _MAX = 20_000
 
 
@@ -56,12 +55,12 @@ def collect_diagnostics(kube: Kube, namespace: str, cluster: object | None) -> l
     )
     part(
         "resourceclaims",
-        lambda: _dump([_strip(c) for c in kube.list(RESOURCE_API, "ResourceClaim", namespace)]),
+        lambda: _dump([_strip(c) for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)]),
     )
 
     def slices_text() -> str:
         nodes = {p["spec"].get("nodeName") for p in pods} - {None}
-        ours = [s for s in kube.list(RESOURCE_API, "ResourceSlice") if s["spec"].get("nodeName") in nodes]
+        ours = [s for s in kube.list(RESOURCE_V1, "ResourceSlice") if s["spec"].get("nodeName") in nodes]
         return _dump([_strip(s) for s in ours])
 
     part("resourceslices of the pods' nodes", slices_text)

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from fake_driver.errors import UnknownChoiceError
 from fake_driver.ledger import Ledger, Share, Usage
-from harness.builders import resource_api
+from harness.builders import RESOURCE_V1
+from harness.drastate import allocated_devices
 from harness.kube import Kube, Obj
 
-RESOURCE_V1 = resource_api()
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 DONE_PHASES = ("Succeeded", "Failed")
 
@@ -39,11 +39,6 @@ def _ref(obj: Obj) -> str:
 
 def _phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase", ""))
-
-
-def _allocation_results(claim: Obj) -> list[Obj]:
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    return list((allocation.get("devices") or {}).get("results") or [])
 
 
 def shareable_devices(slices: Iterable[Obj]) -> set[DeviceKey]:
@@ -63,7 +58,7 @@ def double_allocations(claims: Iterable[Obj], slices: Iterable[Obj]) -> list[str
     shareable = shareable_devices(slices)
     holders: dict[DeviceKey, list[str]] = {}
     for c in claims:
-        for r in _allocation_results(c):
+        for r in allocated_devices(c):
             if r.get("adminAccess"):
                 continue  # admin access may reach allocated devices by design
             key = (r["driver"], r["pool"], r["device"])
@@ -199,7 +194,7 @@ def over_promises(
     shares: dict[str, list[Share]] = {}
     usages: list[Usage] = []
     for c in claims:
-        for r in _allocation_results(c):
+        for r in allocated_devices(c):
             if r["pool"] not in wanted or r.get("adminAccess"):
                 continue
             try:

@@ -16,8 +16,15 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import NotFoundError
+from kubernetes.dynamic.exceptions import (
+    ConflictError,
+    DynamicApiError,
+    ForbiddenError,
+    NotFoundError,
+    ResourceNotFoundError,
+)
 from kubernetes.dynamic.resource import Resource
+from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 
 from fake_driver.apiclient import API_ERRORS, describe_failure, new_api_client
 from fake_driver.errors import ClusterError
@@ -27,7 +34,34 @@ from harness.waits import TIMEOUTS
 
 Obj = dict[str, Any]
 
-__all__ = ["API_ERRORS", "ApiException", "Kube", "NotFoundError", "Obj", "checked_kubeconfig"]
+# The one module of the harness that imports the kubernetes client (an import contract keeps
+# it so): what others need of it is re-exported here.
+__all__ = [
+    "API_ERRORS",
+    "ApiException",
+    "ConflictError",
+    "DynamicApiError",
+    "ForbiddenError",
+    "Kube",
+    "NotFoundError",
+    "Obj",
+    "ResourceNotFoundError",
+    "ServerVersion",
+    "checked_kubeconfig",
+    "parse_quantity",
+]
+
+
+def parse_quantity(value: str) -> Any:
+    """A Kubernetes quantity ("80Gi", "100m") as a Decimal (the client's own parser)."""
+    return _parse_quantity(value)  # type: ignore[no-untyped-call]
+
+
+@dataclass(frozen=True)
+class ServerVersion:
+    major: int
+    minor: int  # "37+" on some distributions reads as 37
+    git_version: str  # "v1.37.2"
 
 
 def checked_kubeconfig(kubeconfig: Path | str, context: str | None = None) -> str:
@@ -147,12 +181,32 @@ class Kube:
         resp.read()  # type: ignore[no-untyped-call]
         return int(resp.status), (resp.data or b"").decode("utf-8", "replace")
 
-    def server_version(self) -> tuple[int, int]:
+    def version(self) -> ServerVersion:
         info = client.VersionApi(self.api_client).get_code()
-        return int(info.major), int("".join(c for c in info.minor if c.isdigit()))
+        minor = int("".join(c for c in info.minor if c.isdigit()))
+        return ServerVersion(int(info.major), minor, str(info.git_version))
+
+    def server_version(self) -> tuple[int, int]:
+        v = self.version()
+        return v.major, v.minor
 
     def git_version(self) -> str:
-        return str(client.VersionApi(self.api_client).get_code().git_version)
+        return self.version().git_version
+
+    def evict(self, name: str, namespace: str, uid: str) -> bool:
+        """Evict a pod (policy/v1 Eviction, only if it is still the pod with `uid`), as
+        `kubectl drain` does; False when it was already gone."""
+        body = client.V1Eviction(
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+            delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)),
+        )
+        try:
+            client.CoreV1Api(self.api_client).create_namespaced_pod_eviction(name, namespace, body)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            return False
+        return True
 
     def events(self, namespace: str, involved_name: str | None = None) -> builtins.list[Obj]:
         selector = {"field_selector": f"involvedObject.name={involved_name}"} if involved_name else {}

@@ -1,4 +1,5 @@
-"""Reading and waiting on pods and their claims."""
+"""Reading and waiting on pods: phase, conditions, why one is unschedulable (their claims are
+read in harness.drastate)."""
 
 from __future__ import annotations
 
@@ -56,23 +57,6 @@ def wait_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = T
         timeout=timeout,
         describe=f"pod {namespace}/{name} Unschedulable",
     )
-
-
-def claims_of(kube: Kube, namespace: str, pod_name: str, api: str = b.resource_api()) -> list[Obj]:
-    """Claims whose controller owner is the pod (template and scheduler-created alike)."""
-    return [
-        c
-        for c in kube.list(api, "ResourceClaim", namespace)
-        if any(
-            o.get("controller") and o["kind"] == "Pod" and o["name"] == pod_name
-            for o in c["metadata"].get("ownerReferences") or []
-        )
-    ]
-
-
-def allocated_devices(claim: Obj) -> list[Obj]:
-    allocation = claim.get("status", {}).get("allocation") or {}
-    return list(allocation.get("devices", {}).get("results") or [])
 
 
 # The reasons end at the first ". "; what follows differs by minor (1.36 adds e.g.

@@ -4,17 +4,15 @@ readiness report of the cell: readiness.html/.md/.json)."""
 
 from __future__ import annotations
 
-import datetime
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cells import Cell
 from harness.clusters.processes import run_child
 from harness.errors import HarnessError
+from harness.layout import REPORTS, new_run_id, pytest_command
 from harness.outputs import check_output
 from harness.versions import REPO_ROOT, load_matrix
-
-REPORTS = REPO_ROOT / "reports" / "out"
 
 
 def resolve_test_paths(paths: Sequence[str]) -> list[str]:
@@ -36,21 +34,11 @@ def run_suites(minor: str | None, profile: str | None, paths: Sequence[str], ext
     cell_profile = cell_minor.profile(profile or matrix.default_profile)
     targets = resolve_test_paths(paths) if paths else ["suites"]
     check_output(REPORTS, "reports directory", directory=True)
-    run_id = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_id = new_run_id()
     out = REPORTS / run_id
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        *targets,
-        f"--k8s-version={cell_minor.name}",
-        f"--gates={cell_profile.name}",
-        f"--junitxml={out / 'junit.xml'}",
-        f"--alluredir={out / 'allure-results'}",
-        f"--summary-json={out / 'summary.json'}",
-        *extra,
-    ]
+    # The personality is the plugin's default: `run` is the one cell the suites run on by default.
+    cmd = pytest_command(Cell(cell_minor.name, profile=cell_profile.name), out, targets, extra)
     print(
         f"dra-harness run {run_id}: Kubernetes {cell_minor.kubernetes}, gates {cell_profile.name}", flush=True
     )

@@ -14,9 +14,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kubernetes.dynamic.exceptions import DynamicApiError, ForbiddenError, ResourceNotFoundError
-
-from harness.builders import resource_api
+from harness.builders import RESOURCE_V1
 from harness.clusters.existing import parse_feature_metrics
 from harness.detectors import (
     Finding,
@@ -29,10 +27,9 @@ from harness.detectors import (
     detect_unmapped_legacy_requests,
 )
 from harness.errors import HarnessError
-from harness.kube import API_ERRORS, Kube, Obj
+from harness.kube import API_ERRORS, DynamicApiError, ForbiddenError, Kube, Obj, ResourceNotFoundError
 from harness.redaction import redact, redact_obj
 
-RESOURCE_API = resource_api()
 EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 
@@ -111,10 +108,10 @@ def _read_state(kube: Kube) -> ClusterState:
         nodes=listed("v1", "Node"),
         pods=listed("v1", "Pod"),
         daemonsets=listed("apps/v1", "DaemonSet"),
-        classes=listed(RESOURCE_API, "DeviceClass"),
-        slices=listed(RESOURCE_API, "ResourceSlice"),
-        claims=listed(RESOURCE_API, "ResourceClaim"),
-        templates=listed(RESOURCE_API, "ResourceClaimTemplate"),
+        classes=listed(RESOURCE_V1, "DeviceClass"),
+        slices=listed(RESOURCE_V1, "ResourceSlice"),
+        claims=listed(RESOURCE_V1, "ResourceClaim"),
+        templates=listed(RESOURCE_V1, "ResourceClaimTemplate"),
         quotas=listed("v1", "ResourceQuota"),
     )
 
@@ -263,15 +260,12 @@ def render_json(state: ClusterState, findings: list[Finding]) -> str:
 
 
 def scan(
-    kubeconfig: Path, resource: str, pool_label: str, gpu_drivers: Iterable[str], json_out: Path | None = None
-) -> int:
+    kubeconfig: Path, resource: str, pool_label: str, gpu_drivers: Iterable[str]
+) -> tuple[ClusterState, list[Finding]]:
+    """What the cluster has and what the checks find in it (the CLI prints and exits)."""
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
         state = read_state(kube)
     finally:
         kube.close()
-    findings = run_checks(state, resource, pool_label, gpu_drivers)
-    print(render_text(state, findings))
-    if json_out is not None:
-        json_out.write_text(render_json(state, findings))
-    return exit_code(findings)
+    return state, run_checks(state, resource, pool_label, gpu_drivers)

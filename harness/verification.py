@@ -13,37 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.builders import resource_api
+from harness.builders import RESOURCE_V1
+from harness.drastate import devices_per_node, recorded_claim_names
 from harness.kube import Kube, Obj
-
-RESOURCE_V1 = resource_api()
-
-
-def devices_per_node(kube: Kube, driver: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for s in kube.list(RESOURCE_V1, "ResourceSlice"):
-        spec = s["spec"]
-        if spec["driver"] == driver and spec.get("nodeName"):
-            counts[spec["nodeName"]] = counts.get(spec["nodeName"], 0) + len(spec.get("devices") or [])
-    return counts
 
 
 def check_slices_per_node(kube: Kube, driver: str, nodes: Iterable[str]) -> list[str]:
     counts = devices_per_node(kube, driver)
     return [f"node {n} has no {driver} devices in any ResourceSlice" for n in nodes if not counts.get(n)]
-
-
-def recorded_claim_names(pod: Obj) -> list[str]:
-    status = pod.get("status", {})
-    names = [
-        s["resourceClaimName"]
-        for s in status.get("resourceClaimStatuses") or []
-        if s.get("resourceClaimName")
-    ]
-    extended = status.get("extendedResourceClaimStatus")
-    if extended:
-        names.append(extended["resourceClaimName"])
-    return names
 
 
 def check_pod_claims(kube: Kube, pod: Obj) -> list[str]:

@@ -32,6 +32,12 @@ class VersionsError(HarnessError):
     """versions.toml is missing, malformed, or does not name what was asked for."""
 
 
+def minor_number(name: str) -> tuple[int, int]:
+    """ "1.37" -> (1, 37): the one parse of a Kubernetes minor's name."""
+    major, minor = name.split(".")
+    return int(major), int(minor)
+
+
 @dataclass(frozen=True)
 class GateProfile:
     name: str
@@ -58,8 +64,7 @@ class Minor:
 
     @property
     def number(self) -> tuple[int, int]:
-        major, minor = self.name.split(".")
-        return int(major), int(minor)
+        return minor_number(self.name)
 
     def profile(self, name: str) -> GateProfile:
         try:

@@ -21,8 +21,10 @@ from harness.bench.metrics import (
     throughput_windows,
     value_at,
 )
-from harness.bench.scale import RepResult, format_summary, merge_batches, schedule, summarize
+from harness.bench.present import format_summary
+from harness.bench.scale import schedule
 from harness.bench.scrape import objects_created, throttle_seconds, writes
+from harness.bench.summary import RepResult, merge_batches, summarize
 
 SCHEDULER_PAGE = """\
 # HELP scheduler_schedule_attempts_total [STABLE] Number of attempts to schedule pods

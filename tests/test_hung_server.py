@@ -23,7 +23,7 @@ from tests.silent_server import SilentServer, silent_server
 PYTEST = ["-m", "pytest", "-p", "no:cacheprovider", "--cluster-provider=existing"]
 SMOKE = "suites/smoke/test_local_cluster.py::test_pod_is_bound_to_a_simulated_node_and_runs"
 OUTER = 60  # a hang fails this test instead of holding the run
-LIMIT = 30  # the issue: one line and exit within 30 s
+LIMIT = 30  # the promise: one line and exit within 30 s
 
 
 def _entry_points(kubeconfig: Path, fleet: Path) -> dict[str, tuple[list[str], float]]:

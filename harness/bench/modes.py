@@ -27,12 +27,6 @@ from harness.kube import Kube, Obj
 from harness.waits import wait_for
 
 MODES = ("plain", "legacy", "bridged", "claims")
-MODE_DESCRIPTIONS = {
-    "plain": "CPU-only pods (baseline)",
-    "legacy": "device plugin: pods request nvidia.com/gpu",
-    "bridged": "DRA, unchanged pods: nvidia.com/gpu mapped by a DeviceClass",
-    "claims": "DRA ResourceClaimTemplate with a CEL selector",
-}
 GPU = "nvidia.com/gpu"
 GPUS_PER_NODE = 8
 DRIVER = "gpu.nvidia.com"

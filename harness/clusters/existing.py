@@ -7,8 +7,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kubernetes import client
-
 from harness.clusters.base import Cell
 from harness.kube import API_ERRORS, Kube
 
@@ -30,14 +28,16 @@ class ExistingCluster:
     def start(self) -> ExistingCluster:
         kube = Kube.from_kubeconfig(self._kubeconfig, self.context)
         try:
-            info = client.VersionApi(kube.api_client).get_code()
+            info = kube.version()
             gates = self._server_gates(kube)
         except API_ERRORS as err:  # silent, unreachable or refusing: the cluster is not usable
             raise kube.failure(err) from None
         finally:
             kube.close()
-        minor = f"{info.major}.{''.join(c for c in info.minor if c.isdigit())}"
-        self._cell = Cell(self.provider, minor, info.git_version, "server", gates)
+        minor = f"{info.major}.{info.minor}"
+        self._cell = Cell(
+            minor, profile="server", provider=self.provider, kubernetes=info.git_version, gates=gates
+        )
         return self
 
     @staticmethod

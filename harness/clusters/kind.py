@@ -8,7 +8,7 @@ deleted on stop() unless kept (``--keep-cluster``); a kept cluster of the same n
 
 Leftovers (clusters of killed runs) are removed by age::
 
-    python -m harness.clusters.kind cleanup --older-than 6h [--dry-run]
+    dra-harness kind cleanup --older-than 6h [--dry-run]
 
 With ``$DRA_HARNESS_DRIVER_IMAGE`` set, start() also loads that image into the nodes and
 deploys the fake driver (deploy/manifests) with it.
@@ -16,7 +16,6 @@ deploys the fake driver (deploy/manifests) with it.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -202,7 +201,13 @@ class KindProvider:
             self.deploy_driver(self.driver_image, kubectl)
         server = ExistingCluster(self.kubeconfig).start().cell()
         gates = server.gates or enabled_gates(self.profile, built_gates(self.minor) or {})
-        self._cell = Cell(self.provider, self.minor.name, server.kubernetes, self.profile.name, gates)
+        self._cell = Cell(
+            self.minor.name,
+            profile=self.profile.name,
+            provider=self.provider,
+            kubernetes=server.kubernetes,
+            gates=gates,
+        )
         return self
 
     def deploy_driver(self, image: str, kubectl: Path) -> None:
@@ -292,30 +297,3 @@ def cleanup(
             if out.returncode != 0:
                 raise HarnessError(f"kind delete cluster --name {name} failed: {_last_line(out.stderr)}")
     return [name for name, _ in old]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.clusters.kind")
-    sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("cleanup", help=f"delete {CLUSTER_PREFIX}* kind clusters older than an age")
-    p.add_argument("--older-than", default="6h", help="e.g. 30m, 6h, 2d (default 6h)")
-    p.add_argument("--kind-bin", help="kind binary (default: $DRA_HARNESS_KIND or PATH)")
-    p.add_argument("--dry-run", action="store_true", help="only list them")
-    args = ap.parse_args(argv)
-    try:
-        age = parse_age(args.older_than)
-        kind = find_binary("kind", args.kind_bin, "DRA_HARNESS_KIND", kind_hint(load_matrix()))
-        names = cleanup(age, kind=kind, dry_run=args.dry_run)
-    except HarnessError as err:
-        sys.stderr.write(f"cleanup: {err}\n")
-        return 2
-    verb = "would delete" if args.dry_run else "deleted"
-    for name in names:
-        sys.stdout.write(f"{verb} {name}\n")
-    if not names:
-        sys.stdout.write(f"no {CLUSTER_PREFIX}* kind cluster is older than {args.older_than}\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

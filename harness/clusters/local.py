@@ -20,22 +20,20 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import yaml
+from typing import Any, TypedDict
 
 from harness.clusters import health
 from harness.clusters.base import Cell
+from harness.clusters.components import BY_NAME, Tuning
 from harness.clusters.kubeconfig import write_kubeconfig
-from harness.clusters.kwok import kwok_config
 from harness.clusters.pki import ClusterPKI, generate_pki
 from harness.clusters.ports import free_port
 from harness.clusters.processes import ManagedProcess, install_signal_teardown
-from harness.clusters.realnodes import RealNodes, RealPool, real_node_apiserver_flags, real_node_parts
+from harness.clusters.realnodes import RealNodes, RealPool, real_node_parts
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.controlplane.gates import KnownGate, enabled_gates, known_gates, validate_profile
 from harness.errors import ComponentFailed
@@ -43,7 +41,6 @@ from harness.versions import GateProfile, Matrix, Minor, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 
 _PORT_RETRIES = 3
-SERVICE_CIDR = "10.0.0.0/24"
 
 
 @dataclass
@@ -69,23 +66,13 @@ class LocalCluster:
         run_dir: Path | None = None,
         keep_run_dir: bool = False,
         matrix: Matrix | None = None,
-        client_qps: int | None = None,
-        simulate_pods: bool = True,
-        component_flags: Mapping[str, Sequence[str]] | None = None,
+        tuning: Tuning | None = None,
         real_pools: Sequence[RealPool] = (),
     ):
-        """`client_qps`: QPS and burst of the scheduler's and controller-manager's API clients;
-        None keeps the upstream defaults (scheduler 50/100, controller-manager 20/30).
-        Benchmarks raise it, as upstream scheduler_perf does, so client-side rate limiters
-        do not hide the cost being measured.
-        `simulate_pods=False`: kwok keeps the nodes alive but runs no pods, so bound pods
-        cost only the scheduler's writes (benchmarks, as upstream scheduler_perf).
-        `component_flags`: extra flags per component name, appended last so they win.
+        """`tuning`: what a benchmark changes (harness.clusters.components.Tuning).
         `real_pools`: nodes with a real kubelet and containerd (harness.clusters.realnodes)."""
         self.matrix = matrix or load_matrix()
-        self.client_qps = client_qps
-        self.simulate_pods = simulate_pods
-        self.component_flags = {k: list(v) for k, v in (component_flags or {}).items()}
+        self.tuning = tuning or Tuning()
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
         self.profile: GateProfile = self.minor.profile(profile or self.matrix.default_profile)
         self._own_run_dir = run_dir is None
@@ -269,24 +256,22 @@ class LocalCluster:
                 self._repick_port(name)
 
     def _repick_port(self, name: str) -> None:
-        attr = {"etcd": "etcd_client", "kube-apiserver": "apiserver"}.get(
-            name, name.replace("kube-", "").replace("-", "_")
-        )
-        setattr(self.ports, attr, free_port())
+        setattr(self.ports, BY_NAME[name].port, free_port())
         if name == "etcd":
             self.ports.etcd_peer = free_port()
 
     def _launch(self, name: str) -> None:
         assert self._binary is not None, "start() sets the binary"
-        argv = self._kwok_argv() if name == "kwok" else [str(self._binary), name, *self._flags(name)]
-        argv += self.component_flags.get(name, [])
+        assert self._kwok is not None, "start() sets kwok"
+        binary = [str(self._kwok)] if name == "kwok" else [str(self._binary), name]
+        argv = [*binary, *BY_NAME[name].flags(self), *self.tuning.component_flags.get(name, [])]
         proc = ManagedProcess(name, argv, self.log_path(name))
         self.components[name] = proc
         proc.start()
 
     def _wait_ready(self, name: str) -> None:
         proc = self.components[name]
-        probe = self._probe(name)
+        probe = BY_NAME[name].probe(self)
 
         def observe() -> tuple[int, str]:
             proc.check_running()
@@ -300,145 +285,9 @@ class LocalCluster:
             interval=0.1,
         )
 
-    def _probe(self, name: str) -> Callable[[], tuple[int, str]]:
-        p, pki = self.ports, self.pki
-        if name == "etcd":
-            etcd = self.etcd_tls()
-            return lambda: health.get(f"{self.etcd_url}/health", etcd)
-        if name == "kube-apiserver":
-            ctx = health.tls_context(pki.ca.cert, pki.admin)
-            return lambda: health.get(f"{self.server}/readyz", ctx)
-        if name == "kwok":
-            return lambda: health.get(f"http://127.0.0.1:{p.kwok}/healthz")
-        port = p.controller_manager if name == "kube-controller-manager" else p.scheduler
-        path = "healthz" if name == "kube-controller-manager" else "readyz"
-        ctx = health.tls_context(None, None)
-        return lambda: health.get(f"https://127.0.0.1:{port}/{path}", ctx)
-
-    # -- flags ------------------------------------------------------------------------
-
-    def _gate_flags(self) -> list[str]:
-        gates = self.profile.feature_gates_flag()
-        return [f"--feature-gates={gates}"] if gates else []
-
-    def _flags(self, name: str) -> list[str]:
-        p, pki, run = self.ports, self.pki, self.run_dir
-        if name == "etcd":
-            client, peer = f"https://127.0.0.1:{p.etcd_client}", f"https://127.0.0.1:{p.etcd_peer}"
-            return [
-                "--name=default",
-                f"--data-dir={run / 'etcd'}",
-                f"--listen-client-urls={client}",
-                f"--advertise-client-urls={client}",
-                f"--listen-peer-urls={peer}",
-                f"--initial-advertise-peer-urls={peer}",
-                f"--initial-cluster=default={peer}",
-                # TLS and client certificates of etcd's own CA: no other local user reads the cluster.
-                f"--cert-file={pki.etcd_server.cert}",
-                f"--key-file={pki.etcd_server.key}",
-                "--client-cert-auth=true",
-                f"--trusted-ca-file={pki.etcd_ca.cert}",
-                f"--peer-cert-file={pki.etcd_peer.cert}",
-                f"--peer-key-file={pki.etcd_peer.key}",
-                "--peer-client-cert-auth=true",
-                f"--peer-trusted-ca-file={pki.etcd_ca.cert}",
-                "--unsafe-no-fsync=true",  # test data: durability buys nothing here
-                "--log-level=warn",
-            ]
-        if name == "kube-apiserver":
-            runtime = self.profile.runtime_config_flag()
-            return [
-                f"--etcd-servers=https://127.0.0.1:{p.etcd_client}",
-                f"--etcd-cafile={pki.etcd_ca.cert}",
-                f"--etcd-certfile={pki.etcd_client.cert}",
-                f"--etcd-keyfile={pki.etcd_client.key}",
-                "--anonymous-auth=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={p.apiserver}",
-                f"--tls-cert-file={pki.apiserver.cert}",
-                f"--tls-private-key-file={pki.apiserver.key}",
-                f"--client-ca-file={pki.ca.cert}",
-                f"--service-account-key-file={pki.service_account_pub}",
-                f"--service-account-signing-key-file={pki.service_account_key}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--authorization-mode=Node,RBAC",
-                "--allow-privileged=true",
-                "--endpoint-reconciler-type=none",  # there is no real network behind 10.0.0.1
-                f"--cert-dir={run / 'apiserver-certs'}",
-                *([f"--runtime-config={runtime}"] if runtime else []),
-                *(real_node_apiserver_flags(pki) if self.real_pools else []),
-                *self._gate_flags(),
-            ]
-        common = [
-            "--bind-address=127.0.0.1",
-            "--leader-elect=false",
-            *self._gate_flags(),
-        ]
-        if name == "kube-controller-manager":
-            kc = run / "controller-manager.kubeconfig"
-            return [
-                f"--kubeconfig={kc}",
-                f"--authentication-kubeconfig={kc}",
-                f"--authorization-kubeconfig={kc}",
-                f"--secure-port={p.controller_manager}",
-                f"--service-account-private-key-file={pki.service_account_key}",
-                f"--root-ca-file={pki.ca.cert}",
-                "--use-service-account-credentials=true",
-                f"--cluster-signing-cert-file={pki.ca.cert}",
-                f"--cluster-signing-key-file={pki.ca.key}",
-                f"--cert-dir={run / 'controller-manager-certs'}",
-                *(
-                    [f"--kube-api-qps={self.client_qps}", f"--kube-api-burst={self.client_qps}"]
-                    if self.client_qps is not None
-                    else []
-                ),
-                *common,
-            ]
-        kc = run / "scheduler.kubeconfig"
-        if self.client_qps is not None:
-            config = run / "scheduler-config.yaml"
-            config.write_text(
-                yaml.safe_dump(
-                    {
-                        "apiVersion": "kubescheduler.config.k8s.io/v1",
-                        "kind": "KubeSchedulerConfiguration",
-                        "clientConnection": {
-                            "kubeconfig": str(kc),
-                            "qps": self.client_qps,
-                            "burst": self.client_qps,
-                        },
-                        "leaderElection": {"leaderElect": False},
-                    }
-                )
-            )
-            common = [c for c in common if not c.startswith("--leader-elect")]
-            common.append(f"--config={config}")
-        return [
-            *([] if self.client_qps is not None else [f"--kubeconfig={kc}"]),
-            f"--authentication-kubeconfig={kc}",
-            f"--authorization-kubeconfig={kc}",
-            f"--secure-port={p.scheduler}",
-            f"--cert-dir={run / 'scheduler-certs'}",
-            *common,
-        ]
-
-    def _kwok_argv(self) -> list[str]:
-        assert self._kwok is not None
-        config = kwok_config(self.matrix, self.run_dir / "kwok.yaml", pods=self.simulate_pods)
-        return [
-            str(self._kwok),
-            f"--kubeconfig={self.kubeconfig}",
-            f"--config={config}",
-            "--manage-all-nodes=false",
-            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            f"--server-address=127.0.0.1:{self.ports.kwok}",
-            "--node-lease-duration-seconds=40",
-        ]
-
     def _write_state(self) -> None:
         """state.json: what `dra-harness cluster down` and the teardown test need."""
-        state = {
+        state: ClusterState = {
             "minor": self.minor.name,
             "kubernetes": self.minor.kubernetes,
             "profile": self.profile.name,
@@ -448,4 +297,26 @@ class LocalCluster:
             "ports": vars(self.ports),
             "run_dir": str(self.run_dir),
         }
-        (self.run_dir / "state.json").write_text(json.dumps(state, indent=2))
+        write_state(self.run_dir, state)
+
+
+class ClusterState(TypedDict):
+    """state.json in a local cluster's run directory."""
+
+    minor: str
+    kubernetes: str  # "v1.37.2"
+    profile: str
+    kubeconfig: str
+    server: str
+    pids: dict[str, int]  # per running component
+    ports: dict[str, int]  # Ports' fields
+    run_dir: str
+
+
+def write_state(run_dir: Path, state: ClusterState) -> None:
+    (run_dir / "state.json").write_text(json.dumps(state, indent=2))
+
+
+def read_state(run_dir: Path) -> ClusterState:
+    state: ClusterState = json.loads((run_dir / "state.json").read_text())
+    return state

@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.clusters import gpufleet
 from harness.clusters.identity import ProcessIdentity
 from harness.clusters.processes import log_tail
-from harness.controlplane.build import cache_root
+from harness.clusters.realnodes import RealPool, real_node_parts
+from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
-from harness.versions import REPO_ROOT, GateProfile, Minor
+from harness.versions import REPO_ROOT, GateProfile, Minor, load_matrix
 from harness.waits import TIMEOUTS, wait_for
 
 MAX_NAME = 40
@@ -174,6 +176,31 @@ def up(
         if spawned is not None:
             _stop_supervisor(ProcessIdentity(spawned.pid, 0.0), spawned)
         raise
+
+
+def start(
+    name: str,
+    k8s_version: str | None,
+    gates: str | None,
+    real_nodes: int = 0,
+    fleet: Path | None = None,
+) -> tuple[ClusterRecord, bool]:
+    """`dra-harness cluster up`: check the name, the cell and the fleet file, build what is
+    missing in the foreground (where its progress is visible), then `up`. A version or
+    profile left out matches whatever the named cluster runs."""
+    validate_name(name)
+    matrix = load_matrix()
+    minor = matrix.minor(k8s_version or matrix.default_minor)
+    profile = minor.profile(gates or matrix.default_profile)
+    if fleet is not None:
+        gpufleet.read_fleet(fleet)  # one line now, not a failed start later
+    if real_nodes:  # before any build: an unbuilt kubelet is one line, nothing started
+        real_node_parts(matrix, minor, [RealPool(count=real_nodes)])
+    if running(name) is None:
+        ensure_controlplane(minor)
+        ensure_kwok(matrix)
+    explicit = k8s_version is not None or gates is not None
+    return up(name, minor, profile, explicit=explicit, real_nodes=real_nodes, fleet=fleet)
 
 
 def acknowledge(record: ClusterRecord) -> None:

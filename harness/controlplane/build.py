@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.versions import REPO_ROOT, Matrix, Minor
+from harness.versions import REPO_ROOT, Matrix, Minor, minor_number
 
 CONTROLPLANE_DIR = REPO_ROOT / "controlplane"
 MAIN_PACKAGE = "./cmd/k8slocal"
@@ -83,7 +83,7 @@ def check_go(modfile: Path, what: str) -> None:
 
 
 def ldflags(minor: Minor) -> str:
-    major_s, minor_s = minor.name.split(".")
+    major_s, minor_s = map(str, minor_number(minor.name))
     stamp = {
         "gitVersion": minor.kubernetes,
         "gitMajor": major_s,

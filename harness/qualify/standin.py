@@ -22,8 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.dynamic.exceptions import ConflictError
-
 from fake_driver.apilimits import parse_minor
 from fake_driver.deviceclasses import render_device_classes
 from fake_driver.fleet import Fleet, fleet_from_dict
@@ -31,7 +29,7 @@ from fake_driver.personalities import get_personality
 from fake_driver.slices import render_node
 from harness.clusters.nodes import NodePool, create_pool
 from harness.errors import HarnessError
-from harness.kube import Kube, Obj
+from harness.kube import ConflictError, Kube, Obj
 
 STANDIN_LABEL = "dra-harness.io/standin-driver"
 DEFAULT_PERSONALITY = "nvidia-v0.4"

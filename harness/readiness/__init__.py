@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from harness.readiness.checks import CHECKS, Check, CheckResult, Status, evaluate, evaluate_cell
-from harness.readiness.report import Report, build_report, render, write_report
+from harness.readiness.catalog import CHECKS
+from harness.readiness.checks import evaluate, evaluate_cell
+from harness.readiness.model import Report
+from harness.readiness.report import build_report, render, write_report
+from harness.readiness.status import Check, CheckResult, Status
 
 __all__ = [
     "CHECKS",

@@ -9,6 +9,7 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
+from harness.drastate import allocated_devices, claims_of
 from harness.expectations import (
     class_add_requeues_fit_rejected_pod,
     completed_pod_releases_extended_claim,
@@ -17,14 +18,7 @@ from harness.expectations import (
 )
 from harness.kube import Kube
 from harness.objects import Created
-from harness.pods import (
-    allocated_devices,
-    claims_of,
-    scheduling_message,
-    unschedulable_reasons,
-    wait_phase,
-    wait_unschedulable,
-)
+from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]

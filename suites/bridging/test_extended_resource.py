@@ -8,6 +8,7 @@ import pytest
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
 from harness.clusters.base import Cell
+from harness.drastate import allocated_devices, claims_of
 from harness.expectations import (
     extended_claim_blocks_owner_deletion,
     implicit_names_recognized,
@@ -16,8 +17,6 @@ from harness.expectations import (
 from harness.kube import Kube
 from harness.objects import Created
 from harness.pods import (
-    allocated_devices,
-    claims_of,
     scheduling_message,
     unschedulable_reasons,
     wait_phase,

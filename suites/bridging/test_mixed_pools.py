@@ -4,24 +4,17 @@ plugin on one pool and by DRA on another, GPU tiers, and what quotas count."""
 from __future__ import annotations
 
 import pytest
-from kubernetes.dynamic.exceptions import ForbiddenError
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.nodes import MakePool
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
+from harness.drastate import allocated_devices, claims_of
 from harness.expectations import quota_counts_implicit_device_class_name
-from harness.kube import Kube
+from harness.kube import ForbiddenError, Kube
 from harness.objects import Created
-from harness.pods import (
-    allocated_devices,
-    claims_of,
-    scheduling_message,
-    unschedulable_reasons,
-    wait_phase,
-    wait_unschedulable,
-)
+from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]

@@ -12,12 +12,12 @@ import pytest
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.requirements import fleet_lacks, provider_unmet, skip
 from harness import builders as b
+from harness.drastate import allocation
 from harness.fleet_inventory import Inventory
 from harness.kube import Kube
 from harness.objects import Created
 from harness.pods import create_claim_pod, wait_phase
 from suites.driver.published import equals, partition_selector, unique_attribute, with_partitions
-from suites.mig.claims import allocation
 
 
 @pytest.fixture(autouse=True)

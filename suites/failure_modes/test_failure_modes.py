@@ -1,5 +1,5 @@
-"""The article's four ways a migration goes wrong, each staged on the real cluster, seen the
-way users see it, and named by the detector the readiness scan runs."""
+"""Four ways a migration from the device plugin to DRA goes wrong, each staged on the real
+cluster, seen the way users see it, and named by the detector the readiness scan runs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fake_driver.apilimits import parse_minor
 from fake_driver.ledger import Ledger, Usage
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness import builders as b
+from harness.builders import RESOURCE_V1 as RESOURCE_API
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
 from harness.detectors import (
@@ -20,20 +21,12 @@ from harness.detectors import (
     detect_selectors_matching_nothing,
     detect_unmapped_legacy_requests,
 )
+from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube, Obj
 from harness.objects import Created
-from harness.pods import (
-    allocated_devices,
-    claims_of,
-    scheduling_message,
-    unschedulable_reasons,
-    wait_phase,
-    wait_unschedulable,
-)
+from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.verification import verify
 from harness.waits import TIMEOUTS, wait_for
-
-RESOURCE_API = b.resource_api()
 
 
 def _pods(kube: Kube, namespace: str, names: list[str]) -> list[Obj]:

@@ -8,16 +8,9 @@ import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
+from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube
-from harness.pods import (
-    allocated_devices,
-    claims_of,
-    condition,
-    create_claim_pod,
-    unschedulable_reasons,
-    wait_phase,
-    wait_unschedulable,
-)
+from harness.pods import condition, create_claim_pod, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.waits import TIMEOUTS, assert_stays
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]

@@ -7,8 +7,8 @@ import pytest
 from fake_driver import faults
 from fake_driver.faultstate import FAULTS_ANNOTATION
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from harness.drastate import device_names, node_slices, pools
 from harness.kube import Kube
-from suites.fake_driver.slices import device_names, node_slices, pools
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 

@@ -11,11 +11,12 @@ from fake_driver.ledger import Ledger, Usage
 from fake_driver.personalities import get_personality
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
+from harness.builders import RESOURCE_V1 as SLICE_API
+from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube
 from harness.objects import Created
-from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.pods import wait_phase
 from harness.waits import TIMEOUTS, wait_for
-from suites.fake_driver.slices import SLICE_API
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 

@@ -12,8 +12,9 @@ from fake_driver.kube import KubeRest
 from fake_driver.personalities import get_personality
 from fake_driver.profiles import get_profile
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from harness.builders import RESOURCE_V1
+from harness.drastate import device_names, node_slices, pools
 from harness.kube import Kube, Obj
-from suites.fake_driver.slices import device_names, node_slices, pools
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 
@@ -94,7 +95,7 @@ def test_device_classes_are_accepted_as_rendered(kube: Kube, personality: str) -
     classes = render_device_classes(p, mig_profile_classes=mig_classes)
     rest = KubeRest(kube.api_client)
 
-    base = "/apis/resource.k8s.io/v1/deviceclasses"
+    base = f"/apis/{RESOURCE_V1}/deviceclasses"
 
     def dry_run(dc: Obj) -> Obj:
         current = rest.get(f"{base}/{dc['metadata']['name']}")

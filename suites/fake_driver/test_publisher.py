@@ -11,10 +11,10 @@ from fake_driver.publisher import Publisher
 from fixtures.fake_driver import GpuPool, MakeGpuFleet, fleet_of
 from harness import builders as b
 from harness.clusters.base import Cell
+from harness.drastate import device_names, node_slices, pools
 from harness.kube import Kube
 from harness.objects import Created
 from harness.waits import TIMEOUTS, wait_for
-from suites.fake_driver.slices import device_names, node_slices, pools
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 
@@ -236,7 +236,7 @@ def _wait_policy_active(kube: Kube, node: str) -> None:
 
     def denied() -> bool:
         try:
-            rest.create("/apis/resource.k8s.io/v1/resourceslices", probe, dry_run=True)
+            rest.create(f"/apis/{b.RESOURCE_V1}/resourceslices", probe, dry_run=True)
         except ApiError:
             return True
         return False

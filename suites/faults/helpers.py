@@ -7,25 +7,8 @@ from collections.abc import Iterable, Mapping
 from harness import builders as b
 from harness.invariants import check_cluster
 from harness.kube import Kube
-from harness.pods import allocated_devices, scheduling_message, unschedulable_reasons, wait_unschedulable
+from harness.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
 from harness.waits import TIMEOUTS, wait_for
-
-RESOURCE_V1 = b.resource_api()
-
-
-def allocations(kube: Kube, namespace: str) -> dict[str, tuple[str, list[tuple[str, str, str]]]]:
-    """claim name -> (uid, sorted allocated devices) for every claim of the namespace."""
-    return {
-        c["metadata"]["name"]: (
-            c["metadata"]["uid"],
-            sorted((r["driver"], r["pool"], r["device"]) for r in allocated_devices(c)),
-        )
-        for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)
-    }
-
-
-def allocated(kube: Kube, namespace: str) -> list[tuple[str, str, str]]:
-    return sorted(d for _, devices in allocations(kube, namespace).values() for d in devices)
 
 
 def settled(kube: Kube, namespace: str, running: Iterable[str], after: str) -> None:

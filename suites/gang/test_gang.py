@@ -16,9 +16,10 @@ from fixtures.nodes import MakePool
 from fixtures.requirements import api_unserved, gate_reason, skip
 from harness import builders as b
 from harness.clusters.base import Cell
+from harness.drastate import allocated_devices, claims_of
 from harness.gang import GangApi, gang_api, gang_objects, join_gang, pod_group_kind
 from harness.kube import Kube, Obj
-from harness.pods import allocated_devices, claims_of, condition, wait_phase
+from harness.pods import condition, wait_phase
 from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.min_version("1.35"), pytest.mark.feature_gate("GenericWorkload")]

@@ -8,6 +8,7 @@ import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
+from harness.drastate import allocation
 from harness.kube import Kube
 from harness.pods import (
     create_claim_pod,
@@ -17,7 +18,7 @@ from harness.pods import (
     wait_unschedulable,
 )
 from harness.waits import TIMEOUTS, assert_stays
-from suites.mig.claims import allocation, nv
+from suites.mig.claims import nv
 
 pytestmark = [pytest.mark.feature_gate("DRAPartitionableDevices")]
 

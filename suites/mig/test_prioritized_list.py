@@ -7,9 +7,10 @@ import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
+from harness.drastate import allocation, claims_of
 from harness.kube import Kube
-from harness.pods import claims_of, create_claim_pod, wait_phase
-from suites.mig.claims import allocation, nv
+from harness.pods import create_claim_pod, wait_phase
+from suites.mig.claims import nv
 
 pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]
 

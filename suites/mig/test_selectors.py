@@ -7,9 +7,9 @@ from fake_driver.fleet import fleet_from_dict
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
 from harness.clusters.base import Cell
+from harness.drastate import allocation, claims_of
 from harness.kube import Kube, Obj
 from harness.pods import (
-    claims_of,
     condition,
     create_claim_pod,
     scheduling_message,
@@ -18,7 +18,7 @@ from harness.pods import (
     wait_unschedulable,
 )
 from harness.waits import TIMEOUTS, assert_stays, wait_for
-from suites.mig.claims import NV, allocation, nv
+from suites.mig.claims import NV, nv
 
 HINT_1_37 = (
     ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
+from harness.drastate import allocation, node_slices
 from harness.kube import Kube
 from harness.pods import create_claim_pod, wait_phase
-from suites.fake_driver.slices import node_slices
-from suites.mig.claims import NV, allocation, nv
+from suites.mig.claims import NV, nv
 
 LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 

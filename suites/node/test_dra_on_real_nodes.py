@@ -14,9 +14,10 @@ from fake_driver.profiles import gpu_uuid
 from fixtures.realnodes import OLD_POOL, RealNodes, oldest_minor
 from harness import builders as b
 from harness.detectors import detect_double_stack
+from harness.drastate import allocated_devices, claims_of
 from harness.nodepods import container_env, device_env, dra_calls, env_pod
 from harness.objects import Created
-from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.pods import wait_phase
 from harness.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.real_node]

@@ -14,8 +14,9 @@ from fake_driver.kubeletplugin.cdi import spec_path
 from fixtures.realnodes import RealNodes
 from harness import builders as b
 from harness.clusters.realnode import RealNode
+from harness.drastate import claims_of
 from harness.nodepods import container_env, device_env, env_pod
-from harness.pods import claims_of, phase, wait_phase
+from harness.pods import phase, wait_phase
 from harness.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.real_node]

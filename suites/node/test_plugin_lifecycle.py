@@ -16,9 +16,10 @@ from fake_driver.kubeletplugin.cdi import spec_path
 from fixtures.realnodes import RealNodes, node_component_down
 from harness import builders as b
 from harness.clusters.realnode import RealNode
+from harness.drastate import claims_of
 from harness.kube import Kube, NotFoundError, Obj
 from harness.nodepods import container_env, device_env, dra_calls, env_pod
-from harness.pods import claims_of, phase, wait_phase
+from harness.pods import phase, wait_phase
 from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.real_node]

@@ -23,6 +23,7 @@ from harness import rollout
 from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
 from harness.detectors import detect_double_stack
+from harness.drastate import allocated_devices, claims_of, devices_per_node
 from harness.invariants import (
     check_cluster,
     collect,
@@ -32,8 +33,8 @@ from harness.invariants import (
     stale_reservations,
 )
 from harness.kube import Kube, Obj
-from harness.pods import allocated_devices, claims_of, wait_phase
-from harness.verification import devices_per_node, verify
+from harness.pods import wait_phase
+from harness.verification import verify
 from harness.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]

@@ -7,10 +7,9 @@ import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
+from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube
 from harness.pods import (
-    allocated_devices,
-    claims_of,
     create_claim_pod,
     scheduling_message,
     unschedulable_reasons,

@@ -6,9 +6,10 @@ from __future__ import annotations
 from fixtures.nodes import MakePool
 from harness import builders as b
 from harness.clusters.nodes import POOL_LABEL
+from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube
 from harness.objects import Created
-from harness.pods import allocated_devices, claims_of, wait_phase
+from harness.pods import wait_phase
 
 DRIVER = "smoke.dra-harness.io"
 

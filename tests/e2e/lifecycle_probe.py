@@ -3,7 +3,6 @@ listening ports by the cluster's own records. Shared by the lifecycle tests."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,6 +13,7 @@ import psutil
 import yaml
 
 from harness.clusters import health, named
+from harness.clusters.local import read_state
 from harness.clusters.pki import CertPair
 from harness.clusters.ports import port_in_use
 from harness.versions import REPO_ROOT
@@ -53,7 +53,7 @@ def processes_of(directory: Path) -> list[str]:
 
 def recorded_ports(directory: Path) -> list[int]:
     try:
-        state = json.loads((directory / "state.json").read_text())
+        state = read_state(directory)
     except (OSError, ValueError):
         return []
     return [int(p) for p in state.get("ports", {}).values()]

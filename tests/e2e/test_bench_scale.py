@@ -12,7 +12,7 @@ import pytest
 
 from harness.bench.modes import MODES
 from harness.bench.scale import run
-from harness.readiness.report import load_cost
+from harness.readiness.inputs import load_cost
 
 PODS = 6
 
@@ -21,8 +21,8 @@ PODS = 6
 def summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench") / "scale-tiny.json"
     # 6 pods take far less than the 10 s window: every repetition runs its 2 batches.
-    result = run(
-        "1.37", nodes=3, pods=PODS, reps=2, modes=MODES, out=out, progress=lambda _: None, max_batches=2
+    result: dict[str, Any] = dict(
+        run("1.37", nodes=3, pods=PODS, reps=2, modes=MODES, out=out, progress=lambda _: None, max_batches=2)
     )
     result["_path"] = out
     return result

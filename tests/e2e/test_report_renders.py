@@ -20,7 +20,7 @@ import pytest
 
 from harness.readiness import write_report
 from harness.versions import REPO_ROOT
-from tests.test_readiness import BENCH, _cells
+from tests.readiness_data import BENCH, _cells
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO_ROOT / "reports" / "out" / "artifacts"

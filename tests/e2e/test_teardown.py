@@ -3,7 +3,6 @@ by port, after the child is interrupted (SIGINT, SIGTERM) or even killed (SIGKIL
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.clusters.local import read_state
 from harness.clusters.ports import port_in_use
 from harness.versions import REPO_ROOT
 from harness.waits import TIMEOUTS, wait_for
@@ -48,7 +48,7 @@ def test_interrupting_the_harness_leaves_no_component_running(tmp_path: Path, si
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
-        state = json.loads((tmp_path / "state.json").read_text())
+        state = read_state(tmp_path)
         pids: dict[str, int] = state["pids"]
         ports: list[int] = list(state["ports"].values())
         assert set(pids) == COMPONENTS

@@ -1,4 +1,5 @@
-"""Fixtures of the kubelet plugin's tests: the fleet they serve and a short root for sockets."""
+"""Fixtures of the kubelet plugin's gRPC tests: one fleet, a short temporary root (unix
+socket paths have at most 107 bytes), the claims the plugin reads and the running server."""
 
 from __future__ import annotations
 
@@ -10,22 +11,20 @@ from pathlib import Path
 import pytest
 
 from fake_driver.fleet import Fleet, parse_fleet
-
-FLEET = """
-pools:
-  - {name: h100, count: 1, profile: h100-80gb-hbm3, gpus: 2, personality: nvidia-v25.12}
-  - name: mig
-    count: 1
-    profile: h100-80gb-hbm3
-    gpus: 1
-    personality: nvidia-v25.12
-    mig: {mode: static, layout: [3g.40gb, 3g.40gb]}
-"""
+from fake_driver.kubeletplugin.plugin import StaticClaimSource
+from fake_driver.kubeletplugin.server import PluginServer
+from fake_driver.slices import RenderedPool, render_node
+from tests.kubeletplugin.grpc_support import FLEET, MINOR, NODE, make_plugin
 
 
 @pytest.fixture(scope="module")
 def fleet() -> Fleet:
     return parse_fleet(FLEET)
+
+
+@pytest.fixture(scope="module")
+def rendered(fleet: Fleet) -> RenderedPool:
+    return render_node(fleet.node(NODE), MINOR)
 
 
 @pytest.fixture
@@ -34,3 +33,16 @@ def root() -> Iterator[Path]:
     d = Path(tempfile.mkdtemp(prefix="kp-", dir="/tmp"))
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def claims() -> StaticClaimSource:
+    return StaticClaimSource()
+
+
+@pytest.fixture
+def server(fleet: Fleet, root: Path, claims: StaticClaimSource) -> Iterator[PluginServer]:
+    with PluginServer(
+        make_plugin(fleet, root, claims), registry_dir=root / "registry", plugins_dir=root / "plugins"
+    ) as s:
+        yield s

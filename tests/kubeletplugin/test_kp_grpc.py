@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from fake_driver._generated import (
@@ -17,121 +14,24 @@ from fake_driver._generated import (
     pluginregistration_v1_pb2,
 )
 from fake_driver.fleet import Fleet
-from fake_driver.kubeletplugin.checkpoint import CheckpointError
-from fake_driver.kubeletplugin.client import channel, dra_stub, registration_stub
-from fake_driver.kubeletplugin.plugin import ClaimRef, KubeletPlugin, StaticClaimSource
+from fake_driver.kubeletplugin.client import channel, registration_stub
+from fake_driver.kubeletplugin.plugin import ClaimRef, StaticClaimSource
 from fake_driver.kubeletplugin.server import PluginServer, RegistrationStatus
 from fake_driver.slices import RenderedPool, render_node
-
-MINOR = (1, 37)
-DRIVER = "gpu.nvidia.com"
-NODE = "h100-0"
-# CDI spec rules (cncf-tags/container-device-interface specs-go / pkg/parser): kind is
-# "<vendor>/<class>", device names are alphanumerics plus "_.:-", env entries are KEY=VALUE.
-CDI_KIND = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?/[a-zA-Z0-9]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
-CDI_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_.:-]*[a-zA-Z0-9])?$")
-ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
-
-
-@pytest.fixture(scope="module")
-def rendered(fleet: Fleet) -> RenderedPool:
-    return render_node(fleet.node(NODE), MINOR)
-
-
-@pytest.fixture
-def claims() -> StaticClaimSource:
-    return StaticClaimSource()
-
-
-def make_plugin(
-    fleet: Fleet, root: Path, claims: StaticClaimSource, node: str = NODE, *, shared: bool = False
-) -> KubeletPlugin:
-    return KubeletPlugin(
-        fleet.node(node),
-        MINOR,
-        claims,
-        plugin_dir=root / "plugins" / DRIVER,
-        cdi_root=root / "cdi",
-        faults_file=root / "faults.json",
-        shared=shared,
-    )
-
-
-@pytest.fixture
-def server(fleet: Fleet, root: Path, claims: StaticClaimSource) -> Iterator[PluginServer]:
-    with PluginServer(
-        make_plugin(fleet, root, claims), registry_dir=root / "registry", plugins_dir=root / "plugins"
-    ) as s:
-        yield s
-
-
-def claim(uid: str, name: str, *devices: tuple[str, str], node: str = NODE, namespace: str = "ns") -> Any:
-    """A ResourceClaim allocated to (request, device) pairs on `node`, as the scheduler writes it."""
-    results = [{"request": r, "driver": DRIVER, "pool": node, "device": d} for r, d in devices]
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"namespace": namespace, "name": name, "uid": uid},
-        "status": {"allocation": {"devices": {"results": results}}} if devices else {},
-    }
-
-
-def prepare(server: PluginServer, *refs: tuple[str, str], api: Any = dra_v1_pb2) -> Any:
-    with channel(server.dra_socket) as ch:
-        stub = dra_stub(ch, "v1" if api is dra_v1_pb2 else "v1beta1")
-        req = api.NodePrepareResourcesRequest(
-            claims=[api.Claim(namespace="ns", uid=uid, name=name) for uid, name in refs]
-        )
-        return stub.NodePrepareResources(req, timeout=10)
-
-
-def unprepare(server: PluginServer, *refs: tuple[str, str]) -> Any:
-    with channel(server.dra_socket) as ch:
-        stub = dra_stub(ch)
-        req = dra_v1_pb2.NodeUnprepareResourcesRequest(
-            claims=[dra_v1_pb2.Claim(namespace="ns", uid=uid, name=name) for uid, name in refs]
-        )
-        return stub.NodeUnprepareResources(req, timeout=10)
-
-
-def devices_of(resp: Any, uid: str) -> list[tuple[list[str], str, str, list[str]]]:
-    return [
-        (list(d.request_names), d.pool_name, d.device_name, list(d.cdi_device_ids))
-        for d in resp.claims[uid].devices
-    ]
-
-
-def cdi_specs(cdi_root: Path) -> dict[str, Any]:
-    return {p.name: json.loads(p.read_text()) for p in sorted(cdi_root.glob("*.json"))}
-
-
-def resolve_cdi(cdi_root: Path, device_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Resolve a fully qualified CDI device ID the way a runtime does: (spec, device)."""
-    kind, _, name = device_id.partition("=")
-    for spec in cdi_specs(cdi_root).values():
-        if spec["kind"] == kind:
-            for d in spec["devices"]:
-                if d["name"] == name:
-                    return spec, d
-    raise AssertionError(f"CDI device {device_id} is in no spec under {cdi_root}")
-
-
-def check_cdi_spec(spec: dict[str, Any]) -> None:
-    assert set(spec) == {"cdiVersion", "kind", "devices", "containerEdits"}
-    assert re.fullmatch(r"\d+\.\d+\.\d+", spec["cdiVersion"])
-    assert CDI_KIND.match(spec["kind"]), spec["kind"]
-    assert spec["devices"], "a CDI spec needs at least one device"
-    for d in spec["devices"]:
-        assert CDI_NAME.match(d["name"]), d["name"]
-        assert all(ENV.match(e) for e in d["containerEdits"]["env"])
-    assert all(ENV.match(e) for e in spec["containerEdits"]["env"])
-
-
-def env(spec: dict[str, Any], device: dict[str, Any]) -> dict[str, str]:
-    """What a container gets: spec-level edits, then the device's own."""
-    pairs = [*spec["containerEdits"]["env"], *device["containerEdits"]["env"]]
-    return dict(e.split("=", 1) for e in pairs)
-
+from tests.kubeletplugin.grpc_support import (
+    DRIVER,
+    MINOR,
+    NODE,
+    cdi_specs,
+    check_cdi_spec,
+    claim,
+    devices_of,
+    env,
+    make_plugin,
+    prepare,
+    resolve_cdi,
+    unprepare,
+)
 
 # --- registration ----------------------------------------------------------------------------
 
@@ -322,64 +222,3 @@ def test_v1beta1_service_prepares_the_same_devices(server: PluginServer, claims:
 
     assert isinstance(resp, dra_v1beta1_pb2.NodePrepareResourcesResponse)
     assert devices_of(resp, "uid-b") == [(["gpu"], NODE, "gpu-1", [f"k8s.{DRIVER}/claim=uid-b-gpu-1"])]
-
-
-def test_injected_claim_error_fails_only_that_claim(
-    server: PluginServer, claims: StaticClaimSource, root: Path
-) -> None:
-    claims.put(claim("uid-a", "a", ("gpu", "gpu-0")))
-    claims.put(claim("uid-b", "b", ("gpu", "gpu-1")))
-    (root / "faults.json").write_text(
-        json.dumps({"prepareErrors": {"ns/a": "injected: GPU fell off the bus"}})
-    )
-
-    resp = prepare(server, ("uid-a", "a"), ("uid-b", "b"))
-
-    assert resp.claims["uid-a"].error == "injected: GPU fell off the bus"
-    assert list(resp.claims["uid-a"].devices) == []
-    assert [d[2] for d in devices_of(resp, "uid-b")] == ["gpu-1"]
-    assert list(cdi_specs(root / "cdi")) == [f"k8s.{DRIVER}-claim_uid-b.json"]
-
-
-def test_injected_unprepare_error_keeps_the_claim_prepared(
-    server: PluginServer, claims: StaticClaimSource, root: Path
-) -> None:
-    claims.put(claim("uid-a", "a", ("gpu", "gpu-0")))
-    prepare(server, ("uid-a", "a"))
-    (root / "faults.json").write_text(json.dumps({"unprepareErrors": {"*": "injected: busy"}}))
-
-    resp = unprepare(server, ("uid-a", "a"))
-
-    assert resp.claims["uid-a"].error == "injected: busy"
-    assert list(cdi_specs(root / "cdi")) == [f"k8s.{DRIVER}-claim_uid-a.json"]
-    assert list(server.plugin.prepared) == ["uid-a"]
-
-
-def test_injected_grpc_error_fails_the_call_and_the_retry_succeeds(
-    server: PluginServer, claims: StaticClaimSource, root: Path
-) -> None:
-    claims.put(claim("uid-a", "a", ("gpu", "gpu-0")))
-    faults = root / "faults.json"
-    faults.write_text(json.dumps({"grpcError": "injected: plugin overloaded"}))
-
-    with pytest.raises(grpc.RpcError) as err:
-        prepare(server, ("uid-a", "a"))
-    call: Any = err.value
-    assert (call.code(), call.details()) == (grpc.StatusCode.UNAVAILABLE, "injected: plugin overloaded")
-    assert server.plugin.prepared == {}
-
-    faults.unlink()
-    assert [d[2] for d in devices_of(prepare(server, ("uid-a", "a")), "uid-a")] == ["gpu-0"]
-
-
-def test_unreadable_checkpoint_stops_the_plugin_with_one_line(
-    fleet: Fleet, root: Path, claims: StaticClaimSource
-) -> None:
-    path = root / "plugins" / DRIVER / "checkpoint.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"version": 2, "claims": {}}))
-
-    with pytest.raises(CheckpointError) as err:
-        make_plugin(fleet, root, claims)
-
-    assert str(err.value) == f"checkpoint {path} has version 2; this plugin reads version 1"

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +20,6 @@ from harness.versions import REPO_ROOT
 from harness.waits import wait_for
 
 FLEET = "pools: [{name: l4, nodes: [worker-a], profile: l4, gpus: 1, personality: nvidia-v25.8}]\n"
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="kpp-", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_plugin_process_serves_until_sigterm_and_removes_its_sockets(root: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from fake_driver.fleet import Fleet
 from fake_driver.kubeletplugin.plugin import StaticClaimSource
 from fake_driver.kubeletplugin.server import PluginServer, registration_socket_name, socket_paths
-from tests.kubeletplugin.test_kp_grpc import DRIVER, claim, make_plugin, prepare, unprepare
+from tests.kubeletplugin.grpc_support import DRIVER, claim, make_plugin, prepare, unprepare
 
 REGISTRY = Path("/var/lib/kubelet/plugins_registry")  # kubeletplugin.KubeletRegistryDir
 UID = "0c8c2a9e-7f3c-4b1e-9d6a-2f5e1b7c3d40"

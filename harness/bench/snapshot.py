@@ -1,0 +1,130 @@
+"""The counters a repetition's costs are differences of, read at one moment (Snapshot), and
+the costs between two of them (`delta()`): objects and writes per pod, etcd growth, CPU
+seconds per component, claims created, throttling, failed attempts, closed watches, steal."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.bench.metrics import first_metric, metric_sum, steal_seconds
+from harness.bench.scrape import (
+    TERMINATED_WATCHERS,
+    Samples,
+    Scraper,
+    objects_created,
+    throttle_seconds,
+    writes,
+)
+from harness.waits import wait_for
+
+CLAIM_CREATE_METRICS = [
+    "dynamic_resource_allocation_resourceclaim_creates_total",  # 1.37+
+    "scheduler_resourceclaim_creates_total",  # 1.34-1.36
+]
+SCHEDULED = "scheduler_schedule_attempts_total"
+CPU_COMPONENTS = ("kube-scheduler", "kube-apiserver", "etcd", "kube-controller-manager")
+
+
+def bound(samples: Samples) -> float:
+    """Pods the scheduler has bound so far, by its own counter."""
+    return metric_sum(samples, SCHEDULED, result="scheduled") or 0.0
+
+
+def _settled(read: Callable[[], Samples], describe: str, timeout: float = 30) -> Samples:
+    """The API server's counters once the objects created stop changing between two reads
+    half a second apart (events reach the API server late)."""
+    seen: list[Samples] = []
+    totals: list[float] = []
+
+    def observe() -> float:
+        seen.append(read())
+        totals.append(sum(objects_created(seen[-1]).values()))
+        return totals[-1]
+
+    wait_for(
+        observe,
+        lambda _: len(totals) > 1 and totals[-1] == totals[-2],
+        timeout=timeout,
+        interval=0.5,
+        describe=describe,
+    )
+    return seen[-1]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    scheduler: Samples
+    controller_manager: Samples
+    apiserver: Samples
+    etcd_bytes: float
+    cpu: dict[str, float]  # per component in CPU_COMPONENTS
+    own_cpu: float  # this process
+    steal: float  # the machine's
+
+    @classmethod
+    def before(cls, scrape: Scraper) -> Snapshot:
+        """Before a batch: the metrics pages first, then the CPU counters, so reading the
+        pages is not counted."""
+        sched, cm, api = scrape.scheduler(), scrape.controller_manager(), scrape.apiserver_requests()
+        etcd = scrape.etcd_in_use_bytes()
+        cpu = {c: scrape.cpu_seconds(c) for c in CPU_COMPONENTS}
+        return cls(sched, cm, api, etcd, cpu, time.process_time(), steal_seconds())
+
+    @classmethod
+    def after(cls, scrape: Scraper, describe: str) -> Snapshot:
+        """After a batch: the CPU counters first (the settling wait below polls the API
+        server), then the API server's counters once settled, then the rest."""
+        cpu = {c: scrape.cpu_seconds(c) for c in CPU_COMPONENTS}
+        own, steal = time.process_time(), steal_seconds()
+        api = _settled(scrape.apiserver_requests, describe)
+        sched, cm = scrape.scheduler(), scrape.controller_manager()
+        return cls(sched, cm, api, scrape.etcd_in_use_bytes(), cpu, own, steal)
+
+    def _cpu(self, later: Snapshot, component: str) -> float:
+        return round(later.cpu[component] - self.cpu[component], 2)
+
+    def delta(self, later: Snapshot, pods: int, wall_seconds: float) -> dict[str, Any]:
+        """The costs from this snapshot to `later` for `pods` pods over `wall_seconds`, as
+        RepResult fields."""
+        before = objects_created(self.apiserver)
+        created_by = {
+            k: v - before.get(k, 0.0)
+            for k, v in objects_created(later.apiserver).items()
+            if v > before.get(k, 0.0)
+        }
+        sched0, sched1 = self.scheduler, later.scheduler
+        steal = later.steal - self.steal
+        return {
+            "api_objects_per_pod": round(sum(created_by.values()) / pods, 3),
+            "api_writes_per_pod": round((writes(later.apiserver) - writes(self.apiserver)) / pods, 3),
+            "etcd_growth_bytes": later.etcd_bytes - self.etcd_bytes,
+            "scheduler_cpu_s": self._cpu(later, "kube-scheduler"),
+            "apiserver_cpu_s": self._cpu(later, "kube-apiserver"),
+            "etcd_cpu_s": self._cpu(later, "etcd"),
+            "controller_manager_cpu_s": self._cpu(later, "kube-controller-manager"),
+            "claims_created": created_by.get("resourceclaims", 0.0),
+            "scheduler_claims_created": (first_metric(sched1, CLAIM_CREATE_METRICS, status="success") or 0.0)
+            - (first_metric(sched0, CLAIM_CREATE_METRICS, status="success") or 0.0),
+            "client_throttle_s": round(
+                throttle_seconds(sched1)
+                - throttle_seconds(sched0)
+                + throttle_seconds(later.controller_manager)
+                - throttle_seconds(self.controller_manager),
+                3,
+            ),
+            "failed_attempts": sum(
+                (metric_sum(sched1, SCHEDULED, result=r) or 0.0)
+                - (metric_sum(sched0, SCHEDULED, result=r) or 0.0)
+                for r in ("unschedulable", "error")
+            ),
+            "terminated_watchers": (metric_sum(later.apiserver, TERMINATED_WATCHERS) or 0.0)
+            - (metric_sum(self.apiserver, TERMINATED_WATCHERS) or 0.0),
+            "harness_cpu_s": round(later.own_cpu - self.own_cpu, 2),
+            "steal_s": round(steal, 2),
+            "steal_percent": round(100 * steal / ((os.cpu_count() or 1) * wall_seconds), 2),
+            "objects_created": created_by,
+        }

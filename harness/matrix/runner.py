@@ -1,0 +1,281 @@
+"""`dra-harness matrix`: the suites on many cells (Kubernetes minor x driver personality x gate
+profile), each cell its own pytest process with its own cluster, up to --jobs at a time.
+
+    reports/out/<run-id>/
+        matrix.json                      cells, exit codes, wall times
+        cells/<cell-slug>/               one directory per cell
+            junit.xml  allure-results/  summary.json  pytest.log  clusters/
+        readiness.html / .md / .json     the readiness report over all cells
+
+Control planes a cell needs are built (or found in the cache) before any cell starts, with
+the build's progress shown. Progress is one line per cell state change; on a terminal a
+compact status table is redrawn in place as well.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from harness.cells import Cell
+from harness.clusters.processes import exit_code as signal_exit_code
+from harness.clusters.processes import forward_stop, popen_child
+from harness.clusters.rundirs import ENV, matrix_cell_run_dir
+from harness.errors import HarnessError
+from harness.layout import (
+    REPORTS,
+    MatrixCellJson,
+    MatrixJson,
+    cell_dir,
+    new_run_id,
+    pytest_command,
+    write_matrix_json,
+)
+from harness.matrix.display import Display
+from harness.redaction import redact_file
+from harness.reporting import read_summary
+from harness.versions import REPO_ROOT, Matrix
+
+DEFAULT_JOBS = 2
+ISOLATED = ("-p", "no:cacheprovider")  # cells in parallel share no pytest cache
+
+
+@dataclass
+class CellRun:
+    cell: Cell
+    dir: Path
+    cluster_dir: Path  # outside the reports: the cell's clusters keep keys there
+    state: str = "queued"  # queued | running | passed | failed | error | interrupted
+    exit_code: int | None = None
+    started: float = 0.0
+    wall_seconds: float = 0.0
+    percent: int = 0
+    totals: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+    def to_json(self) -> MatrixCellJson:
+        return {
+            "id": self.cell.id,
+            "minor": self.cell.minor,
+            "personality": self.cell.personality,
+            "profile": self.cell.profile,
+            "dir": f"cells/{self.cell.slug}",
+            "state": self.state,
+            "exit_code": self.exit_code,
+            "wall_seconds": round(self.wall_seconds, 1),
+            "totals": self.totals,
+            "note": self.note,
+        }
+
+
+_PERCENT = re.compile(rb"\[\s*(\d+)%\]")
+
+# pytest exit codes that are an outcome of the cell, not a failure to run it.
+_RAN = {0: "passed", 1: "failed", 5: "passed"}
+
+
+def _percent(log: Path) -> int:
+    """pytest's own progress ("[ 42%]") from the tail of the cell's log."""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(0, log.stat().st_size - 4096))
+            hits = _PERCENT.findall(f.read())
+    except OSError:
+        return 0
+    return int(hits[-1]) if hits else 0
+
+
+def _totals(summary: Path) -> dict[str, int]:
+    try:
+        return read_summary(summary).totals
+    except HarnessError:  # none written (a cell that failed to start) or cut short
+        return {}
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip()[:200] if lines else ""
+
+
+def _run_cell(
+    run: CellRun,
+    paths: Sequence[str],
+    extra: Sequence[str],
+    events: queue.Queue[CellRun],
+    procs: dict[str, subprocess.Popen[bytes]],
+    stopping: threading.Event,
+) -> None:
+    if stopping.is_set():
+        run.state, run.note = "interrupted", "not started"
+        events.put(run)
+        return
+    run.dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, ENV: str(run.cluster_dir), "PYTHONUNBUFFERED": "1"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    log = run.dir / "pytest.log"
+    run.started = time.monotonic()
+    with log.open("wb") as out:
+        proc = popen_child(
+            pytest_command(run.cell, run.dir, paths, [*ISOLATED, *extra]),
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        procs[run.cell.id] = proc
+        run.state = "running"
+        events.put(run)
+        code = proc.wait()
+    procs.pop(run.cell.id, None)
+    redact_file(log)  # the cell redacts its reports; its terminal output is ours to redact
+    run.wall_seconds = time.monotonic() - run.started
+    run.exit_code = code
+    run.totals = _totals(run.dir / "summary.json")
+    if stopping.is_set():
+        run.state = "interrupted"
+    elif code in _RAN:
+        run.state = _RAN[code] if code or not run.totals.get("errors") else "failed"
+    else:
+        run.state = "error"
+        run.note = _last_line(log)
+    events.put(run)
+
+
+@dataclass
+class MatrixResult:
+    run_id: str
+    out: Path
+    runs: list[CellRun]
+    wall_seconds: float
+    build_seconds: float
+    interrupt_code: int = 130  # 128 + the signal that stopped the run
+
+    @property
+    def exit_code(self) -> int:
+        if any(r.state == "interrupted" for r in self.runs):
+            return self.interrupt_code
+        return 0 if all(r.state == "passed" for r in self.runs) else 1
+
+    def to_json(self) -> MatrixJson:
+        return {
+            "run_id": self.run_id,
+            "wall_seconds": round(self.wall_seconds, 1),
+            "build_seconds": round(self.build_seconds, 1),
+            "exit_code": self.exit_code,
+            "cells": [r.to_json() for r in self.runs],
+        }
+
+
+def ensure_builds(matrix: Matrix, cells: Sequence[Cell], progress: Callable[[str], None]) -> None:
+    """Build every control plane the cells need (and kwok) before any cell starts: cells
+    built in parallel would fight over the Go build cache and the two cores."""
+    from harness.controlplane.build import binary_path, ensure_controlplane, ensure_kwok
+
+    for name in sorted({c.minor for c in cells}, reverse=True):
+        minor = matrix.minor(name)
+        cached = binary_path(minor).exists()
+        progress(f"control plane {minor.kubernetes}: {'checking cache' if cached else 'building'}")
+        progress(f"control plane {minor.kubernetes}: {ensure_controlplane(minor, progress)}")
+    ensure_kwok(matrix, progress)
+
+
+@dataclass
+class _Workers:
+    """Up to `jobs` cells at a time, each on its own thread running its pytest process."""
+
+    runs: list[CellRun]
+    paths: Sequence[str]
+    extra: Sequence[str]
+    jobs: int
+    events: queue.Queue[CellRun] = field(default_factory=queue.Queue)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    threads: list[threading.Thread] = field(default_factory=list)
+    done: int = 0
+
+    def __post_init__(self) -> None:
+        self.pending = list(self.runs)
+
+    def launch(self) -> None:
+        while self.pending and len(self.threads) - self.done < self.jobs:
+            args = (self.pending.pop(0), self.paths, self.extra, self.events, self.procs, self.stopping)
+            t = threading.Thread(target=_run_cell, args=args, daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def run_all(self, display: Display) -> None:
+        self.launch()
+        while self.done < len(self.runs):
+            try:
+                run = self.events.get(timeout=1.0)
+            except queue.Empty:
+                for r in self.runs:
+                    if r.state == "running":
+                        r.percent = _percent(r.dir / "pytest.log")
+                display.tick()
+                continue
+            display.event(run)
+            if run.state != "running":
+                self.done += 1
+                self.launch()
+
+    def stop(self, stop: KeyboardInterrupt) -> None:
+        """Forward the stop to every running cell, wait for them, mark the rest not started."""
+        self.stopping.set()
+        self.pending.clear()
+        stoppers = [threading.Thread(target=forward_stop, args=(p, stop)) for p in list(self.procs.values())]
+        for t in stoppers:
+            t.start()
+        for t in [*stoppers, *self.threads]:
+            t.join()
+        for r in self.runs:
+            if r.state == "queued":
+                r.state, r.note = "interrupted", "not started"
+
+
+def run_matrix(
+    matrix: Matrix,
+    cells: Sequence[Cell],
+    *,
+    jobs: int = DEFAULT_JOBS,
+    paths: Sequence[str] = ("suites",),
+    extra: Sequence[str] = (),
+    out_root: Path = REPORTS,
+    run_id: str | None = None,
+    stream: TextIO = sys.stdout,
+    build: bool = True,
+) -> MatrixResult:
+    run_id = run_id or new_run_id()
+    out = out_root / run_id
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [CellRun(c, cell_dir(out, c), matrix_cell_run_dir(run_id, c.slug)) for c in cells]
+    display = Display(runs, stream)
+    t0 = time.monotonic()
+    display.line(f"matrix {run_id}: {len(cells)} cell(s), {jobs} at a time, reports in {out}")
+    if build:
+        ensure_builds(matrix, cells, display.line)
+    build_seconds = time.monotonic() - t0
+    workers = _Workers(runs, paths, extra, jobs)
+    interrupted_by = 130
+    try:
+        workers.run_all(display)
+    except KeyboardInterrupt as stop:
+        display.line("interrupted: stopping running cells (their clusters are torn down)")
+        interrupted_by = signal_exit_code(stop)
+        workers.stop(stop)
+    result = MatrixResult(run_id, out, runs, time.monotonic() - t0, build_seconds, interrupted_by)
+    write_matrix_json(out, result.to_json())
+    return result

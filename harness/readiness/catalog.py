@@ -1,0 +1,225 @@
+"""The readiness checks: one table mapping a check to the tests that decide it (fnmatch
+patterns over pytest node ids) and to what a platform team must change when it fails."""
+
+from __future__ import annotations
+
+from harness.readiness.status import Check
+
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "cluster",
+        "Pods bind to GPU nodes and the scheduler allocates a device from a ResourceSlice",
+        "smoke",
+        ("suites/smoke/*",),
+        "the cluster or driver is not usable: read the cell's pytest.log and component logs before "
+        "any other check",
+    ),
+    Check(
+        "driver-objects",
+        "The driver's ResourceSlices and DeviceClasses are accepted as it publishes them",
+        "driver",
+        ("suites/fake_driver/test_personalities.py::*",),
+        "the API server rejects what this driver release publishes (the failure names the field): "
+        "enable the gate that serves the field (DRAPartitionableDevices for counters and MIG, "
+        "DRAConsumableCapacity for shared capacity) or use a driver release that targets this minor",
+    ),
+    Check(
+        "bridging",
+        "Unchanged pods requesting nvidia.com/gpu get DRA devices (extended-resource bridging, KEP-5004)",
+        "bridging",
+        ("suites/bridging/test_extended_resource.py::*", "suites/bridging/test_bridging_lifecycle.py::*"),
+        "scheduler-created claims for extended resources misbehave: check that kube-scheduler, "
+        "kube-controller-manager and kubelet all run with DRAExtendedResource and the same minor",
+        bridged=True,
+    ),
+    Check(
+        "mixed-pools",
+        "Device-plugin and DRA nodes serve the same resource name side by side (tiers, quota)",
+        "bridging",
+        ("suites/bridging/test_mixed_pools.py::*",),
+        "mixed pools over-promise or miscount: give each GPU tier its own extendedResourceName and "
+        "count quota under requests.nvidia.com/gpu and the DeviceClass's claim quota together",
+        bridged=True,
+    ),
+    Check(
+        "bridge-unavailable",
+        "Without the bridge, a legacy GPU pod stays Pending with Insufficient nvidia.com/gpu",
+        "bridging",
+        ("suites/bridging/test_bridge_unavailable.py::*",),
+        "legacy pods on DRA-only nodes must stay Pending (not run without a device) while bridging is "
+        "off: check that no device plugin still advertises nvidia.com/gpu on migrated nodes",
+    ),
+    Check(
+        "double-stack",
+        "Failure mode: device plugin and DRA driver managing the same GPUs is detected",
+        "failure modes",
+        ("suites/failure_modes/*::test_both_stacks_on_the_same_gpus*",),
+        "exclude migrated nodes from the device-plugin DaemonSet (nodeAffinity on a label such as "
+        "nvidia.com/dra=true) before the DRA driver publishes there: one mechanism per device",
+    ),
+    Check(
+        "unchanged-workloads",
+        "Failure mode: an unchanged Deployment and Job keep running on a migrated pool",
+        "failure modes",
+        ("suites/failure_modes/*::test_unchanged_deployment_and_job*",),
+        "legacy workloads break on the migrated pool: map nvidia.com/gpu with a DeviceClass "
+        "extendedResourceName before draining the device plugin",
+        bridged=True,
+    ),
+    Check(
+        "unmapped-class",
+        "Failure mode: a DeviceClass without extendedResourceName leaves legacy pods Pending",
+        "failure modes",
+        ("suites/failure_modes/*::test_class_without_extended_resource_name*",),
+        "add extendedResourceName: nvidia.com/gpu to the DeviceClass that selects the GPUs "
+        "(exactly one class per name)",
+    ),
+    Check(
+        "selector-nothing",
+        "Failure mode: a selector matching no device keeps pods Pending and is named",
+        "failure modes",
+        (
+            "suites/failure_modes/*::test_selector_matching_nothing*",
+            "suites/mig/test_selectors.py::test_selector_matching_nothing*",
+            "suites/mig/test_selectors.py::test_selector_reading_an_attribute_missing*",
+        ),
+        "fix the DeviceClass or claim CEL selector: use attribute names this driver release publishes "
+        "(productName, resource.kubernetes.io/pciBusID vs pcieBusID) and guard optional ones with has()",
+    ),
+    Check(
+        "accounting",
+        "Failure mode: node allocatable stops telling the truth after migration",
+        "failure modes",
+        ("suites/failure_modes/*::test_node_allocatable*",),
+        "count GPUs from ResourceSlices and ResourceClaims, not node.status.allocatable[nvidia.com/gpu], "
+        "in dashboards, autoscaler limits and chargeback once a pool moves to DRA",
+    ),
+    Check(
+        "bridge-detector",
+        "The readiness scan tells whether bridging is available in the cluster",
+        "failure modes",
+        ("suites/failure_modes/*::test_bridge_support_detector*",),
+        "the scan's bridge-support detector disagrees with the cluster: report a harness bug",
+    ),
+    Check(
+        "mig-static",
+        "MIG: static partitions chosen by profile and kept on one parent GPU",
+        "mig",
+        ("suites/mig/test_static_mig.py::*", "suites/fake_driver/test_allocation.py::test_static_mig*"),
+        "MIG selectors fail: select on the profile attribute this driver release publishes and use "
+        "matchAttribute on parentUUID for devices that must share a GPU",
+    ),
+    Check(
+        "mig-dynamic",
+        "MIG: dynamic partitions from shared counters (DRAPartitionableDevices)",
+        "mig",
+        ("suites/mig/test_dynamic_mig.py::*", "suites/fake_driver/test_allocation.py::test_dynamic_mig*"),
+        "partitionable devices over- or under-allocate: check the driver's counter sets and that "
+        "kube-scheduler runs with DRAPartitionableDevices",
+    ),
+    Check(
+        "prioritized-list",
+        "Prioritized list: a claim falls back from a 3g to a 1g MIG device",
+        "mig",
+        ("suites/mig/test_prioritized_list.py::*",),
+        "firstAvailable subrequests are not honoured: enable DRAPrioritizedList on kube-apiserver and "
+        "kube-scheduler (on by default from 1.34)",
+    ),
+    Check(
+        "cel-selectors",
+        "CEL selectors on product name, memory quantity and driver version pick the right GPUs",
+        "mig",
+        (
+            "suites/mig/test_selectors.py::test_cel_on_quantities*",
+            "suites/fake_driver/test_allocation.py::test_full_gpu_chosen_by_product_name",
+        ),
+        "quantity/semver CEL functions misbehave: compare memory with quantity(...) and driver "
+        "versions with semver(...), not string comparison",
+    ),
+    Check(
+        "shared-devices",
+        "Shared GPUs: consumable capacity splits one GPU's memory between pods",
+        "shared devices",
+        ("suites/shared_devices/*",),
+        "consumable capacity is not enforced: enable DRAConsumableCapacity on kube-apiserver, "
+        "kube-scheduler and kubelet and use a driver that publishes allowMultipleAllocations",
+    ),
+    Check(
+        "driver-devices",
+        "An installed driver's own devices: selectors, prioritized list, partitions, shared devices",
+        "driver",
+        ("suites/driver/*",),
+        "the installed driver's devices do not allocate as published: read the test's claim and the "
+        "driver's slices of its node",
+    ),
+    Check(
+        "gang",
+        "Gang scheduling: GPU pods of a group bind all together or not at all",
+        "gang",
+        ("suites/gang/*",),
+        "a gang binds partially: use Workload/PodGroup for the minor's scheduling.k8s.io version and "
+        "check GenericWorkload (and GangScheduling before 1.37) on kube-apiserver and kube-scheduler",
+    ),
+    Check(
+        "rollout",
+        "Driver rollout: a pool migrates to DRA and back without losing workloads",
+        "rollout",
+        ("suites/rollout/*",),
+        "the migration sequence loses or double-books GPUs: cordon and drain before switching a node "
+        "from the device plugin to the DRA driver, and switch node by node",
+    ),
+    Check(
+        "faults",
+        "Faults: unhealthy devices, taints, driver and node restarts are handled",
+        "faults",
+        ("suites/faults/*", "suites/fake_driver/test_faults.py::*"),
+        "device health changes are not reflected: check the driver's health mode (remove or taint) and "
+        "DRADeviceTaints on kube-apiserver, kube-scheduler and kube-controller-manager",
+        exclude=("suites/faults/test_control_plane.py::*",),
+    ),
+    Check(
+        "control-plane-restarts",
+        "Control-plane restarts (scheduler, API server, etcd) keep allocations intact",
+        "faults",
+        ("suites/faults/test_control_plane.py::*",),
+        "allocations are lost or doubled across a control-plane restart: keep ResourceClaim status as "
+        "the source of truth and restart kube-scheduler/kube-apiserver one at a time",
+    ),
+    Check(
+        "scan",
+        "The readiness scan finds staged failure modes and refuses bad access in one line",
+        "scan",
+        ("suites/scan/*",),
+        "the readiness scan misreports this cluster: report a harness bug and read its findings with care",
+    ),
+    Check(
+        "deploy",
+        "The driver's manifests (DaemonSets, RBAC, admission policy) are accepted, and a node plugin "
+        "writes only its own node's ResourceSlices",
+        "deploy",
+        ("suites/deploy/*",),
+        "the API server rejects a manifest (the failure names the field or API version): serve "
+        "resource.k8s.io/v1 objects only, and keep the ValidatingAdmissionPolicy that pins a node "
+        "plugin's ResourceSlices to spec.nodeName of its own node",
+    ),
+    Check(
+        "node-path",
+        "Real nodes: the kubelet prepares and unprepares claims, CDI reaches the container, and the "
+        "driver's kubelet plugin survives restarts and faults",
+        "node",
+        ("suites/node/*",),
+        "the node side of DRA fails: check that the kubelet registers the driver's plugin "
+        "(plugins_registry), that the container runtime has CDI enabled, and that the kubelet's minor "
+        "is within the supported skew of the control plane",
+    ),
+    Check(
+        "fake-driver",
+        "Fake driver self-checks: publisher, legacy device plugin, installer guard",
+        "harness",
+        ("suites/fake_driver/test_publisher.py::*", "suites/fake_driver/test_legacy_and_installer.py::*"),
+        "the harness's fake driver misbehaves on this minor: report a harness bug (other checks in "
+        "this cell may be unreliable)",
+    ),
+)
+
+CHECK_IDS = {c.id: c for c in CHECKS}
