@@ -186,11 +186,12 @@ def test_shared_devices_consumable_capacity() -> None:
     assert d["capacity"] == {
         "memory": {
             "value": "80Gi",
-            "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}},
+            # EX gpu.go memoryCapacity @ v0.4.0: the default takes the whole device.
+            "requestPolicy": {"default": "80Gi", "validRange": {"min": "1Gi", "step": "1Gi", "max": "80Gi"}},
         },
         "compute": {
             "value": "100",
-            "requestPolicy": {"default": "1", "validRange": {"min": "1", "step": "1"}},
+            "requestPolicy": {"default": "100", "validRange": {"min": "1", "step": "1", "max": "100"}},
         },
     }
     assert r.devices[0].shareable is True
