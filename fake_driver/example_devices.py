@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from fake_driver.devicemodel import DeviceRecord, GpuDevices, Obj, PhysicalGpu, integer, quantity, string, version
+from fake_driver.devicemodel import (
+    DeviceRecord,
+    GpuDevices,
+    Obj,
+    PhysicalGpu,
+    integer,
+    quantity,
+    string,
+    version,
+)
 from fake_driver.fleet import Pool
 
 

@@ -55,7 +55,15 @@ class NodeFaults:
             raise FakeDriverError(f"annotation {FAULTS_ANNOTATION} is not JSON: {e}") from None
         if not isinstance(d, dict):
             raise FakeDriverError(f"annotation {FAULTS_ANNOTATION} must be a JSON object")
-        valid = ("crashed", "stale_generation", "drop_attributes", "unhealthy", "health_mode", "health_event", "xid")
+        valid = (
+            "crashed",
+            "stale_generation",
+            "drop_attributes",
+            "unhealthy",
+            "health_mode",
+            "health_event",
+            "xid",
+        )
         for k in d:
             if k not in valid:
                 raise UnknownChoiceError(f"field in annotation {FAULTS_ANNOTATION}", k, valid)

@@ -31,7 +31,9 @@ def guard_refusal(p: Personality, offenders: dict[str, int], *, override: bool) 
             f"device plugin: {listed}; the same GPUs would be promised twice. "
             f"Chart says: {p.device_plugin_guard}"
         )
-    return f"refusing to install {p.name} in GPU mode without the override. Chart says: {p.device_plugin_guard}"
+    return (
+        f"refusing to install {p.name} in GPU mode without the override. Chart says: {p.device_plugin_guard}"
+    )
 
 
 def check_device_plugin_guard(

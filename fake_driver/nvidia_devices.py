@@ -75,14 +75,20 @@ def _common(pool: Pool, gpu: PhysicalGpu, *, addressing: bool = True, root: bool
 
 
 def _full_gpu_device(pool: Pool, gpu: PhysicalGpu, capacity: Obj, *, addressing: bool = True) -> Obj:
-    attrs: Obj = {"type": string("gpu"), "uuid": string(gpu.uuid), **_common(pool, gpu, addressing=addressing)}
+    attrs: Obj = {
+        "type": string("gpu"),
+        "uuid": string(gpu.uuid),
+        **_common(pool, gpu, addressing=addressing),
+    }
     if pool.personality.has_index_and_minor:
         attrs["index"] = integer(gpu.index)
         attrs["minor"] = integer(gpu.minor)
     return {"name": f"gpu-{gpu.minor}", "attributes": attrs, "capacity": capacity}
 
 
-def _mig_attrs(pool: Pool, gpu: PhysicalGpu, m: MigProfile, *, addressing: bool = True, root: bool = True) -> Obj:
+def _mig_attrs(
+    pool: Pool, gpu: PhysicalGpu, m: MigProfile, *, addressing: bool = True, root: bool = True
+) -> Obj:
     common = _common(pool, gpu, addressing=addressing, root=root)
     return {"type": string("mig"), "parentUUID": string(gpu.uuid), "profile": string(m.name), **common}
 

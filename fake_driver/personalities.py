@@ -65,7 +65,9 @@ NON_FATAL_XIDS = (13, 31, 43, 45, 68, 109)
 HEALTH_EVENTS = ("xid", "gpu-lost", "unmonitored")
 DEFAULT_XID = 79  # "GPU has fallen off the bus", a fatal XID
 # NV pkg/featuregates/featuregates.go @ v0.4.1 (ValidateFeatureGates), the driver's error text.
-DYNAMIC_MIG_HEALTH_REFUSAL = "feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck"
+DYNAMIC_MIG_HEALTH_REFUSAL = (
+    "feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck"
+)
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,11 @@ _V25_3 = Personality(
 )
 # v25.8.1: index/minor/parentIndex removed (commit 36fc80ab, PR #624); parent hidden with MIG on.
 _V25_8 = replace(
-    _V25_3, name="nvidia-v25.8", release="v25.8.1", has_index_and_minor=False, static_mig_publishes_parent=False
+    _V25_3,
+    name="nvidia-v25.8",
+    release="v25.8.1",
+    has_index_and_minor=False,
+    static_mig_publishes_parent=False,
 )
 # v25.12.0: standard pciBusID, addressingMode, DynamicMIG, unhealthy devices dropped
 # (driver.go deviceHealthEvents), extendedResourceName on the class, vfio class.

@@ -73,8 +73,18 @@ class GpuProfile:
 
 
 def _mig(
-    name: str, *, gi: int, at: tuple[int, ...], size: int, sms: int, ce: int, dec: int,
-    jpeg: int, ofa: int, mib: int, enc: int = 0,
+    name: str,
+    *,
+    gi: int,
+    at: tuple[int, ...],
+    size: int,
+    sms: int,
+    ce: int,
+    dec: int,
+    jpeg: int,
+    ofa: int,
+    mib: int,
+    enc: int = 0,
 ) -> MigProfile:
     """One ``nvidia-smi mig -lgip`` row, by keyword (gi = GI profile id, at = placement starts)."""
     return MigProfile(

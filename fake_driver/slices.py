@@ -41,14 +41,17 @@ class RenderedPool:
 # --- faults -------------------------------------------------------------------------------
 
 
-def _apply_faults(pool: Pool, minor: Minor, per_gpu: list[GpuDevices], faults: NodeFaults) -> list[GpuDevices]:
+def _apply_faults(
+    pool: Pool, minor: Minor, per_gpu: list[GpuDevices], faults: NodeFaults
+) -> list[GpuDevices]:
     if not faults.drop_attributes and not faults.unhealthy:
         return per_gpu
     p = pool.personality
     mode = faults.health_mode or p.health_mode
-    if faults.unhealthy and faults.health_mode is None and p.health_excludes_dynamic_mig:
-        if pool.mig.mode == "dynamic":
-            raise UnsupportedError(f"{p.name}: {DYNAMIC_MIG_HEALTH_REFUSAL}")
+    # The release refuses to run health checking next to DynamicMIG at all.
+    own_health = faults.unhealthy and faults.health_mode is None
+    if own_health and p.health_excludes_dynamic_mig and pool.mig.mode == "dynamic":
+        raise UnsupportedError(f"{p.name}: {DYNAMIC_MIG_HEALTH_REFUSAL}")
     bad = set(faults.unhealthy)
     taint = _unhealthy_taint(p, minor, faults) if mode == "taint" and bad else None
     out: list[GpuDevices] = []
