@@ -163,5 +163,5 @@ def guarded(where: str, check: Callable[[], list[str]]) -> list[str]:
     """A check that cannot run against this fake (missing API) counts as one mismatch."""
     try:
         return check()
-    except Exception as e:  # noqa: BLE001 - any failure to render is a fidelity gap
+    except Exception as e:  # any failure to render is a fidelity gap
         return [f"{where}: cannot be rendered: {type(e).__name__}: {e}"]

@@ -6,6 +6,7 @@ fails here with one line per difference. The inventories and their sources: ``fi
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -85,14 +86,14 @@ def _taints(p: str) -> list[str]:
 def _health_refused_with_dynamic_mig(p: str) -> list[str]:
     try:
         _render(p, NodeFaults(unhealthy=("gpu-0",)), mig="dynamic")
-    except Exception as e:  # noqa: BLE001 - the refusal's type is the fake's business
+    except Exception as e:  # the refusal's type is the fake's business
         if "mutually exclusive with NVMLDeviceHealthCheck" in str(e):
             return []
     return ["health checking with DynamicMIG: accepted, release refuses to start"]
 
 
 def _chart_guard(p: str) -> list[str]:
-    refusal = installer.guard_refusal(get_personality(p), {}, override=False)  # type: ignore[attr-defined]
+    refusal = installer.guard_refusal(get_personality(p), {}, override=False)
     return [] if refusal else ["installer without override and no device plugin: accepted, chart refuses"]
 
 
@@ -130,7 +131,7 @@ CHECKS = {
 
 def mismatches(personality: str) -> list[str]:
     return [
-        m for check in CHECKS[personality] for m in g.guarded(check.__name__, lambda c=check: c(personality))
+        m for check in CHECKS[personality] for m in g.guarded(check.__name__, partial(check, personality))
     ]
 
 
@@ -143,3 +144,15 @@ def test_every_personality_has_a_golden_inventory() -> None:
     from fake_driver.personalities import PERSONALITIES
 
     assert sorted(PERSONALITIES) == sorted(CHECKS)
+
+
+@pytest.mark.parametrize("personality", NVIDIA)
+def test_chart_guard_refuses_without_the_override_whatever_the_nodes_run(personality: str) -> None:
+    p = get_personality(personality)
+    refusal = installer.guard_refusal(p, {}, override=False)
+    assert refusal == (
+        f"refusing to install {personality} in GPU mode without the override. "
+        f"Chart says: {p.device_plugin_guard}"
+    )
+    assert installer.guard_refusal(p, {}, override=True) == ""
+    assert installer.guard_refusal(get_personality("example-v0.4"), {"n1": 2}, override=False) == ""
