@@ -26,3 +26,30 @@ def extended_claim_blocks_owner_deletion(version: Version) -> bool:
     1.35.4+: no — extendeddynamicresources.go sets only APIVersion, Kind, Name, UID, Controller.
     """
     return version < (1, 35)
+
+
+def device_taint_rule_api(version: Version) -> str:
+    """The group/version DeviceTaintRule is written with (the dra-all profiles serve it).
+
+    1.34.4 / 1.35: resource.k8s.io/v1alpha3 only (k8s.io/api resource/v1alpha3/types.go @
+    v0.34.4). 1.36: v1beta2, the beta (k8s.io/api resource/v1beta2/types.go @ v0.36.1;
+    pkg/features DRADeviceTaintRules beta in 1.36). 1.37: v1, GA and on by default
+    (k8s.io/api resource/v1/types.go @ v0.37.2; kube_features.go @ v1.37.2).
+    """
+    if version >= (1, 37):
+        return "resource.k8s.io/v1"
+    if version >= (1, 36):
+        return "resource.k8s.io/v1beta2"
+    return "resource.k8s.io/v1alpha3"
+
+
+def device_taint_rule_status_checked(version: Version) -> bool:
+    """Is the EvictionInProgress condition of a NoSchedule rule checked on this minor?
+
+    1.37.2: yes — pkg/controller/devicetainteviction/device_taint_eviction.go
+    maybeUpdateRuleStatus sets Status False, Reason "OtherEffect", Message "Eviction only
+    happens for the NoExecute effect." for a NoSchedule rule.
+    1.34.4: the API has no status (resource/v1alpha3/types.go @ v0.34.4). 1.35/1.36: the
+    controller source was not read here, so the suite does not assert it.
+    """
+    return version >= (1, 37)

@@ -355,6 +355,15 @@ CHECKS: tuple[Check, ...] = (
         "the harness's fake driver misbehaves on this minor: report a harness bug (other checks in "
         "this cell may be unreliable)",
     ),
+    Check(
+        "device-taints",
+        "Device taints: a NoSchedule taint (from the driver or a DeviceTaintRule) keeps claims off a "
+        "device, a toleration lets them on",
+        "device taints",
+        ("suites/device_taints/*",),
+        "tainted GPUs are still handed out (or tolerations ignored): enable DRADeviceTaints (and "
+        "DRADeviceTaintRules for rules) on kube-apiserver, kube-scheduler and kube-controller-manager",
+    ),
 )
 
 CHECK_IDS = {c.id: c for c in CHECKS}

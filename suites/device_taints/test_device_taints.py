@@ -1,0 +1,86 @@
+"""Device taints in scheduling (KEP-5055): a NoSchedule taint on a device, from the driver or
+from a DeviceTaintRule, keeps a claim off the device; a toleration in the request lets it on.
+Upstream counterpart: kubernetes test/e2e/dra "DeviceTaints" (scheduling half)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fake_driver import faults
+from fixtures.cluster import Cell
+from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from harness import builders as b
+from harness.expectations import device_taint_rule_api, device_taint_rule_status_checked
+from harness.kube import Kube
+from harness.objects import Created
+from harness.pods import (
+    allocated_devices,
+    claims_of,
+    create_claim_pod,
+    scheduling_message,
+    unschedulable_reasons,
+    wait_phase,
+    wait_unschedulable,
+)
+from harness.waits import TIMEOUTS, wait_for
+
+NV = "gpu.nvidia.com"
+
+
+@pytest.mark.feature_gate("DRADeviceTaints")
+def test_a_no_schedule_device_taint_keeps_a_claim_off_and_a_toleration_lets_it_on(
+    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
+) -> None:
+    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v0.4"))
+    [node] = fleet.node_names
+    faults.mark_unhealthy(fleet.publisher, node, ["gpu-0"])  # xid 79: gpu.nvidia.com/xid=79:NoSchedule
+    gpu = fleet.device_class(NV)
+    tolerate = b.device_toleration(f"{NV}/xid", "NoSchedule", "79")
+
+    create_claim_pod(kube, namespace, "plain", [b.exact_request("gpu", gpu)], fleet.node_selector)
+    pending = wait_unschedulable(kube, namespace, "plain")
+    tolerant = b.exact_request("gpu", gpu, tolerations=[tolerate])
+    create_claim_pod(kube, namespace, "tolerant", [tolerant], fleet.node_selector)
+    wait_phase(kube, namespace, "tolerant", "Running")
+
+    assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
+    [claim] = claims_of(kube, namespace, "tolerant")
+    [result] = allocated_devices(claim)
+    assert (result["device"], result["pool"], result["tolerations"]) == ("gpu-0", node, [tolerate])
+
+
+@pytest.mark.feature_gate("DRADeviceTaintRules")
+def test_a_device_taint_rule_keeps_a_claim_off_until_the_rule_is_deleted(
+    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, objects: Created, cell: Cell
+) -> None:
+    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v0.4"))
+    [node] = fleet.node_names
+    api = device_taint_rule_api(cell.number)
+    name = f"{namespace}-gpu-0"
+    key = "maintenance.dra-harness.io/drain"
+    rule = b.device_taint_rule(name, api, driver=NV, pool=node, device="gpu-0", key=key, effect="NoSchedule")
+    objects.create(rule)
+
+    create_claim_pod(
+        kube, namespace, "waits", [b.exact_request("gpu", fleet.device_class(NV))], fleet.node_selector
+    )
+    pending = wait_unschedulable(kube, namespace, "waits")
+    assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
+    if device_taint_rule_status_checked(cell.number):
+        stored = wait_for(
+            lambda: kube.get(api, "DeviceTaintRule", name),
+            lambda r: bool(r.get("status", {}).get("conditions")),
+            timeout=TIMEOUTS.api_object,
+            describe=f"DeviceTaintRule {name} has a status condition",
+        )
+        [condition] = stored["status"]["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"], condition["message"]) == (
+            "EvictionInProgress",
+            "False",
+            "OtherEffect",
+            "Eviction only happens for the NoExecute effect.",
+        )
+
+    kube.delete(api, "DeviceTaintRule", name)
+
+    wait_phase(kube, namespace, "waits", "Running")
