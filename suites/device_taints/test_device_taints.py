@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from fake_driver import faults
-from fixtures.cluster import Cell
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
+from harness.clusters.base import Cell
 from harness.expectations import device_taint_rule_api, device_taint_rule_status_checked
 from harness.kube import Kube
 from harness.objects import Created
