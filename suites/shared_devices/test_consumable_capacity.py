@@ -42,13 +42,7 @@ def test_two_pods_share_one_gpus_memory_and_a_third_waits(
     pending = wait_unschedulable(kube, namespace, "c")
 
     for r in results.values():
-        assert {k: v for k, v in r.items() if k != "shareID"} == {
-            "request": "gpu",
-            "driver": EXAMPLE,
-            "pool": node,
-            "device": "gpu-0",
-            "consumedCapacity": {"compute": "50", "memory": "40Gi"},
-        }
+        assert _without_share_id(r) == _gpu_0_result(node, compute="50", memory="40Gi")
     assert results["a"]["shareID"] != results["b"]["shareID"]
     assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
     assert_stays(
@@ -82,11 +76,19 @@ def test_a_claim_that_asks_for_no_amount_takes_the_whole_gpu(
 
     [claim] = claims_of(kube, namespace, "a")
     [result] = allocated_devices(claim)
-    assert {k: v for k, v in result.items() if k != "shareID"} == {
+    assert _without_share_id(result) == _gpu_0_result(node, compute="100", memory="80Gi")
+    assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
+
+
+def _without_share_id(result: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in result.items() if k != "shareID"}
+
+
+def _gpu_0_result(node: str, *, compute: str, memory: str) -> dict[str, object]:
+    return {
         "request": "gpu",
         "driver": EXAMPLE,
         "pool": node,
         "device": "gpu-0",
-        "consumedCapacity": {"compute": "100", "memory": "80Gi"},
+        "consumedCapacity": {"compute": compute, "memory": memory},
     }
-    assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
