@@ -53,3 +53,18 @@ def device_taint_rule_status_checked(version: Version) -> bool:
     controller source was not read here, so the suite does not assert it.
     """
     return version >= (1, 37)
+
+
+def allocation_result_copies_tolerations(version: Version) -> bool | None:
+    """Does the scheduler copy a request's device tolerations into the allocation result?
+
+    1.34.4: no — k8s.io/dynamic-resource-allocation structured/internal/*/allocator_*.go @
+    v0.34.4 read the tolerations only to match taints. 1.37.2: yes — the allocators set
+    ``Tolerations: internal.lookupRequest(claim).tolerations()`` @ v0.37.2. 1.35/1.36: not
+    read here (None), so the suite does not assert it.
+    """
+    if version >= (1, 37):
+        return True
+    if version < (1, 35):
+        return False
+    return None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver import faults
+from fake_driver import apilimits, faults
 from fake_driver.faultstate import FAULTS_ANNOTATION
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from harness.clusters.base import Cell
 from harness.kube import Kube
 from suites.fake_driver.slices import device_names, node_slices, pools
 
@@ -91,10 +92,12 @@ def test_unhealthy_device_removed_when_mode_overridden(kube: Kube, gpu_fleet: Ma
 
 
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # a multi-slice pool needs DynamicMIG here
-def test_stale_generation_leaves_one_slice_behind(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+def test_stale_generation_leaves_one_slice_behind(kube: Kube, gpu_fleet: MakeGpuFleet, cell: Cell) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, mig="dynamic", suffix="p"), classes=False)
     [node] = fleet.node_names
 
     faults.stale_generation(fleet.publisher, [node])
 
-    assert [p["generation"] for p in pools(node_slices(kube, node))] == [1, 2, 2]
+    # Split layout from 1.35 (counters slice + one per GPU), one slice per GPU before.
+    split = cell.number >= apilimits.SPLIT_COUNTERS_SINCE
+    assert [p["generation"] for p in pools(node_slices(kube, node))] == ([1, 2, 2] if split else [1, 2])
