@@ -68,3 +68,19 @@ def allocation_result_copies_tolerations(version: Version) -> bool | None:
     if version < (1, 35):
         return False
     return None
+
+
+def invalid_extended_resource_name_message(version: Version, value: str) -> str | None:
+    """The API server's message for an invalid DeviceClass spec.extendedResourceName.
+
+    1.34.4: the handwritten check — pkg/apis/resource/validation validateDeviceClassSpec
+    "must be a valid extended resource name". 1.37.2: declarative validation answers instead
+    (the handwritten error is MarkCoveredByDeclarative): k8s.io/apimachinery
+    pkg/api/validate/strfmt.go @ v0.37.2 "a name must be a domain-prefixed path, such as
+    'example.com/my-prop'". 1.35/1.36: not read here (None).
+    """
+    if version >= (1, 37):
+        return f"Invalid value: \"{value}\": a name must be a domain-prefixed path, such as 'example.com/my-prop'"
+    if version < (1, 35):
+        return f'Invalid value: "{value}": must be a valid extended resource name'
+    return None
