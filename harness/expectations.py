@@ -80,7 +80,10 @@ def invalid_extended_resource_name_message(version: Version, value: str) -> str 
     'example.com/my-prop'". 1.35/1.36: not read here (None).
     """
     if version >= (1, 37):
-        return f"Invalid value: \"{value}\": a name must be a domain-prefixed path, such as 'example.com/my-prop'"
+        return (
+            f'Invalid value: "{value}": '
+            + "a name must be a domain-prefixed path, such as 'example.com/my-prop'"
+        )
     if version < (1, 35):
         return f'Invalid value: "{value}": must be a valid extended resource name'
     return None

@@ -22,7 +22,7 @@ def test_an_invalid_extended_resource_name_is_rejected(namespace: str, objects: 
     with pytest.raises(ApiException) as err:
         objects.create(b.device_class(name, selectors=["true"], extended_resource_name="gpu"))
 
-    status = json.loads(err.value.body)
+    status = json.loads(err.value.body or "{}")
     assert (err.value.status, status["reason"]) == (422, "Invalid")
     [cause] = status["details"]["causes"]
     assert (cause["field"], cause["reason"]) == ("spec.extendedResourceName", "FieldValueInvalid")
