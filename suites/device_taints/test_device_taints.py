@@ -91,3 +91,36 @@ def test_a_device_taint_rule_keeps_a_claim_off_until_the_rule_is_deleted(
     kube.delete(api, "DeviceTaintRule", name)
 
     wait_phase(kube, namespace, "waits", "Running")
+
+
+@pytest.mark.feature_gate("DRADeviceTaintRules")
+def test_a_no_execute_device_taint_rule_evicts_the_pod_using_the_device(
+    kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, objects: Created, cell: Cell
+) -> None:
+    # kube-controller-manager's device-taint-eviction controller deletes pods whose allocated
+    # device gets a NoExecute taint they do not tolerate.
+    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v0.4"))
+    [node] = fleet.node_names
+    create_claim_pod(
+        kube, namespace, "victim", [b.exact_request("gpu", fleet.device_class(NV))], fleet.node_selector
+    )
+    wait_phase(kube, namespace, "victim", "Running")
+    api = device_taint_rule_api(cell.number)
+    rule = b.device_taint_rule(
+        f"{namespace}-evict",
+        api,
+        driver=NV,
+        pool=node,
+        device="gpu-0",
+        key="maintenance.dra-harness.io/drain",
+        effect="NoExecute",
+    )
+
+    objects.create(rule)
+
+    wait_for(
+        lambda: [p["metadata"]["name"] for p in kube.list("v1", "Pod", namespace)],
+        lambda names: names == [],
+        timeout=TIMEOUTS.deletion,
+        describe="pod victim evicted by the NoExecute DeviceTaintRule",
+    )
