@@ -64,9 +64,7 @@ def test_a_device_taint_rule_keeps_a_claim_off_until_the_rule_is_deleted(
     [node] = fleet.node_names
     api = device_taint_rule_api(cell.number)
     name = f"{namespace}-gpu-0"
-    key = "maintenance.dra-harness.io/drain"
-    rule = b.device_taint_rule(name, api, driver=NV, pool=node, device="gpu-0", key=key, effect="NoSchedule")
-    objects.create(rule)
+    objects.create(_drain_gpu_0(name, api, node, "NoSchedule"))
 
     create_claim_pod(
         kube, namespace, "waits", [b.exact_request("gpu", fleet.device_class(NV))], fleet.node_selector
@@ -105,16 +103,7 @@ def test_a_no_execute_device_taint_rule_evicts_the_pod_using_the_device(
         kube, namespace, "victim", [b.exact_request("gpu", fleet.device_class(NV))], fleet.node_selector
     )
     wait_phase(kube, namespace, "victim", "Running")
-    api = device_taint_rule_api(cell.number)
-    rule = b.device_taint_rule(
-        f"{namespace}-evict",
-        api,
-        driver=NV,
-        pool=node,
-        device="gpu-0",
-        key="maintenance.dra-harness.io/drain",
-        effect="NoExecute",
-    )
+    rule = _drain_gpu_0(f"{namespace}-evict", device_taint_rule_api(cell.number), node, "NoExecute")
 
     objects.create(rule)
 
@@ -124,3 +113,9 @@ def test_a_no_execute_device_taint_rule_evicts_the_pod_using_the_device(
         timeout=TIMEOUTS.deletion,
         describe="pod victim evicted by the NoExecute DeviceTaintRule",
     )
+
+
+def _drain_gpu_0(name: str, api: str, node: str, effect: str) -> dict[str, object]:
+    """A DeviceTaintRule an admin would write to drain gpu-0 of `node`."""
+    key = "maintenance.dra-harness.io/drain"
+    return b.device_taint_rule(name, api, driver=NV, pool=node, device="gpu-0", key=key, effect=effect)
