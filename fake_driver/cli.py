@@ -29,7 +29,7 @@ from fake_driver.errors import FakeDriverError, cli_main
 from fake_driver.fleet import Fleet, load_fleet
 from fake_driver.kube import server_minor
 from fake_driver.ledger import Ledger
-from fake_driver.personalities import PERSONALITIES, get_personality
+from fake_driver.personalities import DEFAULT_XID, HEALTH_EVENTS, PERSONALITIES, get_personality
 from fake_driver.profiles import PROFILES, get_profile
 from fake_driver.publisher import Publisher
 from fake_driver.slices import render_node
@@ -120,6 +120,8 @@ def _cluster_parsers(sub: Subparsers) -> None:
     p.add_argument("--attribute", help="drop-attribute: attribute name, e.g. productName")
     p.add_argument("--devices", type=nonempty_csv, help="unhealthy: device names, e.g. gpu-0")
     p.add_argument("--mode", choices=faults.HEALTH_MODES, help="unhealthy: override the personality")
+    p.add_argument("--event", choices=HEALTH_EVENTS, default="xid", help="unhealthy: what the monitor saw")
+    p.add_argument("--xid", type=nonnegative_int, default=DEFAULT_XID, help="unhealthy: the XID (event xid)")
     p.add_argument("--wipe", action="store_true", help="crash: also delete the slices (kubelet wipe)")
 
 
@@ -259,7 +261,8 @@ def _fault(args: argparse.Namespace) -> int:
         if not args.devices:
             raise FakeDriverError("unhealthy needs --devices gpu-0[,gpu-1...]")
         for n in nodes:
-            faults.mark_unhealthy(pub, n, args.devices, args.mode)
+            event = "" if args.event == "xid" else args.event
+            faults.mark_unhealthy(pub, n, args.devices, args.mode, event=event, xid=args.xid)
     return 0
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from fake_driver.errors import NodeNotFoundError
 from fake_driver.faultstate import FAULTS_ANNOTATION, HEALTH_MODES, NO_FAULTS, NodeFaults
-from fake_driver.personalities import HealthMode
+from fake_driver.personalities import DEFAULT_XID, HealthMode
 from fake_driver.publisher import Publisher
 
 __all__ = [
@@ -83,14 +83,19 @@ def drop_attribute(pub: Publisher, nodes: Iterable[str], attribute: str) -> None
         )
 
 
-def mark_unhealthy(pub: Publisher, node: str, devices: Iterable[str], mode: HealthMode | None = None) -> None:
+def mark_unhealthy(
+    pub: Publisher,
+    node: str,
+    devices: Iterable[str],
+    mode: HealthMode | None = None,
+    *,
+    event: str = "",
+    xid: int = DEFAULT_XID,
+) -> None:
     """Mark devices unhealthy. ``mode`` None = what the personality does (v0.4 taints,
-    v25.12 removes, older versions do nothing)."""
+    v25.12 removes, older versions do nothing); ``event``/``xid``: what the monitor saw
+    ("xid" with its number, "gpu-lost", "unmonitored"), which picks v0.4's taint."""
     f = get_faults(pub, node)
-    set_faults(
-        pub,
-        node,
-        dataclasses.replace(
-            f, unhealthy=tuple(sorted({*f.unhealthy, *devices})), health_mode=mode or f.health_mode
-        ),
-    )
+    unhealthy = tuple(sorted({*f.unhealthy, *devices}))
+    changed = dataclasses.replace(f, unhealthy=unhealthy, health_mode=mode or f.health_mode)
+    set_faults(pub, node, dataclasses.replace(changed, health_event=event, xid=xid))

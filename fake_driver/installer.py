@@ -1,8 +1,9 @@
 """Installs a personality's DeviceClasses, with the NVIDIA chart's device-plugin guard.
 
-The chart (templates/validation.yaml) refuses ``resources.gpus.enabled=true`` unless
-``gpuResourcesEnabledOverride=true``; here the refusal is made concrete: it triggers when a
-target node advertises ``nvidia.com/gpu`` through the device plugin.
+The chart (NV deployments/helm/*/templates/validation.yaml @ v25.3.2 to v0.4.1) refuses
+``resources.gpus.enabled=true`` unless ``gpuResourcesEnabledOverride=true``, whatever the
+nodes run; so does this installer. The refusal names the nodes that advertise
+``nvidia.com/gpu`` through the device plugin, when there are any.
 """
 
 from __future__ import annotations
@@ -19,19 +20,29 @@ from fake_driver.personalities import Personality
 from fake_driver.profiles import GpuProfile
 
 
+def guard_refusal(p: Personality, offenders: dict[str, int], *, override: bool) -> str:
+    """Why the chart refuses GPU mode ("" = it does not)."""
+    if not p.is_nvidia or override:
+        return ""
+    if offenders:
+        listed = ", ".join(f"{n} ({c})" for n, c in sorted(offenders.items()))
+        return (
+            f"refusing to install {p.name} in GPU mode: nodes advertise {LEGACY_RESOURCE} through the "
+            f"device plugin: {listed}; the same GPUs would be promised twice. "
+            f"Chart says: {p.device_plugin_guard}"
+        )
+    return (
+        f"refusing to install {p.name} in GPU mode without the override. Chart says: {p.device_plugin_guard}"
+    )
+
+
 def check_device_plugin_guard(
     api_client: Any, p: Personality, nodes: Iterable[str] | None, *, override: bool
 ) -> None:
     if not p.is_nvidia or override:
         return
-    offenders = advertising_nodes(api_client, nodes)
-    if offenders:
-        listed = ", ".join(f"{n} ({c})" for n, c in sorted(offenders.items()))
-        raise InstallRefusedError(
-            f"refusing to install {p.name} in GPU mode: nodes advertise {LEGACY_RESOURCE} through the "
-            f"device plugin: {listed}; the same GPUs would be promised twice. "
-            f"Chart says: {p.device_plugin_guard}"
-        )
+    refusal = guard_refusal(p, advertising_nodes(api_client, nodes), override=override)
+    raise InstallRefusedError(refusal)
 
 
 def install(

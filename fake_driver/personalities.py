@@ -1,13 +1,33 @@
 """Driver personalities: the only module that holds driver-version facts.
 
-Source: /work/shared/reference/reference-drivers.md §1 (NVIDIA/k8s-dra-driver-gpu at the tags
-v25.3.2, v25.8.1, v25.12.0, v0.4.0) and §2 (kubernetes-sigs/dra-example-driver v0.4.0).
+Each personality publishes what its release publishes; each rule names the upstream file and
+tag it comes from, once, next to the field that carries it. Repositories:
+NV = NVIDIA/k8s-dra-driver-gpu (moved to kubernetes-sigs/dra-driver-nvidia-gpu in v0.4.0),
+EX = kubernetes-sigs/dra-example-driver. Paths are under ``cmd/gpu-kubelet-plugin/`` unless
+they say otherwise.
+
+SOURCES and unknowns (one place):
+
+| release        | read at                                   | how                                      |
+|----------------|-------------------------------------------|------------------------------------------|
+| NV v0.4.1      | sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1  | Go module source, read in full           |
+| EX v0.4.0      | sigs.k8s.io/dra-example-driver@v0.4.0     | Go module source, read in full           |
+| NV v0.4.0      | tag 6910a2be                              | NOT fetched (module proxy refuses it);   |
+|                |                                           | v0.4.1 is taken as v0.4.0 for rendering  |
+| NV v25.3.2,    | tags 7020737a, 2ef1f2ad, fc69d985,        | NOT fetched (module proxy refuses these  |
+| v25.8.0/.1,    | 0882da87                                  | versions); rules follow the per-tag      |
+| v25.12.0       |                                           | reading of deviceinfo.go / nvlib.go /    |
+|                |                                           | partitions.go cited at each field        |
+
+Unknown, therefore not modelled: whether v25.12.0's ValidateFeatureGates already made
+DynamicMIG exclusive of NVMLDeviceHealthCheck (only v0.4.1 is confirmed); the example
+driver's health handling (EX v0.4.0 health.go is the gRPC health service, not device health).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from fake_driver.errors import UnknownChoiceError
 
@@ -38,6 +58,17 @@ _GUARD_V25_12 = (
     "kube-controller-manager and kubelet, Kubernetes v1.35+)"
 )
 
+# NV device_health.go @ v0.4.1 (xidsToSkip): application XIDs; a taint for them has effect
+# None, every other XID NoSchedule (healthEventToTaint).
+NON_FATAL_XIDS = (13, 31, 43, 45, 68, 109)
+# NV device_health.go @ v0.4.1: health event kinds the fake can raise.
+HEALTH_EVENTS = ("xid", "gpu-lost", "unmonitored")
+DEFAULT_XID = 79  # "GPU has fallen off the bus", a fatal XID
+# NV pkg/featuregates/featuregates.go @ v0.4.1 (ValidateFeatureGates), the driver's error text.
+DYNAMIC_MIG_HEALTH_REFUSAL = (
+    "feature gate DynamicMIG is currently mutually exclusive with NVMLDeviceHealthCheck"
+)
+
 
 @dataclass(frozen=True)
 class Taint:
@@ -61,17 +92,28 @@ class Personality:
     has_addressing_mode: bool = False  # from v25.12
     mig_name_scheme: MigNameScheme = "gi-start-size"
     supports_dynamic_mig: bool = False  # DynamicMIG gate, v25.12+
+    # Static MIG: the MIG-enabled parent GPU is announced next to its MIG devices
+    # (nvlib.go enumerateGpusAndMigDevices @ v25.3.2 / v25.8.0; skipped from v25.8.1 on,
+    # commit b449d0b7, backport d8fa00e4).
+    static_mig_publishes_parent: bool = False
+    # DynamicMIG devices carry addressingMode (full GPU and MIG) and pcieRoot (MIG), via
+    # GpuInfo.Attributes / CommonAttributesMig (partitions.go, mig.go @ v0.4.1). At v25.12.0
+    # the full GPU used PartDevAttributes and MIG devices PartAttributes: neither has them.
+    dynamic_mig_addressing_and_root: bool = False
+    # Ampere (MIG toggle needs a reset) in DynamicMIG: MIG on -> placements only, MIG off ->
+    # legacy full GPU (nvlib.go isDynamicMIGCapable / supportsMIGModeToggle @ v0.4.1).
+    # Before (v25.12.0) every MIG-capable GPU got the full GPU plus all placements.
+    dynamic_mig_ampere_rule: bool = False
+    # The driver refuses to start with DynamicMIG and NVMLDeviceHealthCheck both on.
+    health_excludes_dynamic_mig: bool = False
     # --- DeviceClasses ----------------------------------------------------------------
     gpu_class_extended_resource: str | None = None  # nvidia.com/gpu from v25.12 (PR #737)
     has_vfio_class: bool = False  # vfio.gpu.nvidia.com from v25.12
     device_plugin_guard: str | None = None  # chart templates/validation.yaml text
-    unhealthy_taint: Taint | None = None
-    # --- dra-example-driver -----------------------------------------------------------
+    # --- dra-example-driver (internal/profiles/gpu/gpu.go @ EX v0.4.0) -------------------
     example_model: str = "LATEST-GPU-MODEL"
     example_driver_version: str = "1.0.0"
     example_memory: str = "80Gi"
-    # compute capacity: present at dra-example-driver HEAD (appVersion v0.4.0);
-    # UNCONFIRMED for the v0.4.0 tag itself.
     example_compute: int | None = 100
     supports_consumable_capacity: bool = False  # gpuAllowMultipleAllocations (example)
 
@@ -85,77 +127,77 @@ class Personality:
         return group, version
 
 
-def _nvidia(name: str, release: str, **kw: Any) -> Personality:
-    return Personality(
-        name=name,
-        release=release,
-        family="nvidia",
-        driver="gpu.nvidia.com",
-        resource_api_version="resource.k8s.io/v1",
-        **kw,
-    )
+def health_taint(p: Personality, event: str = "", xid: int = DEFAULT_XID) -> Taint:
+    """The taint ``p`` puts on a device after a health event (NV device_health.go @ v0.4.1)."""
+    if event == "gpu-lost":
+        return Taint(f"{p.driver}/gpu-lost", None, "NoSchedule")
+    if event == "unmonitored":
+        return Taint(f"{p.driver}/unmonitored", None, "None")
+    effect = "None" if xid in NON_FATAL_XIDS else "NoSchedule"
+    return Taint(f"{p.driver}/xid", str(xid), effect)
 
 
-PERSONALITIES: dict[str, Personality] = {
-    p.name: p
-    for p in (
-        # v25.3.x: names use the minor (PR #428); index/minor still published.
-        _nvidia(
-            "nvidia-v25.3",
-            "v25.3.2",
-            slice_name_scheme="node-driver",
-            health_mode="none",
-            has_index_and_minor=True,
-            device_plugin_guard=_GUARD_V25_3,
-        ),
-        _nvidia(
-            "nvidia-v25.8",
-            "v25.8.1",
-            slice_name_scheme="node-driver",
-            health_mode="none",
-            device_plugin_guard=_GUARD_V25_3,
-        ),
-        _nvidia(
-            "nvidia-v25.12",
-            "v25.12.0",
-            slice_name_scheme="node-driver",
-            health_mode="remove",
-            pci_bus_id_attribute=PCI_BUS_ID_STANDARD,
-            has_addressing_mode=True,
-            mig_name_scheme="profile-gi-start",
-            supports_dynamic_mig=True,
-            gpu_class_extended_resource="nvidia.com/gpu",
-            has_vfio_class=True,
-            device_plugin_guard=_GUARD_V25_12,
-        ),
-        _nvidia(
-            "nvidia-v0.4",
-            "v0.4.0",
-            slice_name_scheme="index-driver-node",
-            health_mode="taint",
-            pci_bus_id_attribute=PCI_BUS_ID_STANDARD,
-            has_addressing_mode=True,
-            mig_name_scheme="profile-gi-start",
-            supports_dynamic_mig=True,
-            gpu_class_extended_resource="nvidia.com/gpu",
-            has_vfio_class=True,
-            device_plugin_guard=_GUARD_V25_12,
-            # device_health.go @ HEAD: XID taints; fatal XIDs use NoSchedule.
-            unhealthy_taint=Taint("gpu.nvidia.com/xid", "79", "NoSchedule"),
-        ),
-        Personality(
-            name="example-v0.4",
-            family="example",
-            driver="gpu.example.com",
-            release="v0.4.0",
-            resource_api_version="resource.k8s.io/v1",
-            slice_name_scheme="index-driver-node",
-            # The example driver's health handling is not documented in the reference: none.
-            health_mode="none",
-            supports_consumable_capacity=True,
-        ),
-    )
-}
+# v25.3.x (deviceinfo.go / nvlib.go @ v25.3.2): names use the minor (PR #428); index, minor
+# and parentIndex still published; the parent GPU stays announced with MIG on.
+_V25_3 = Personality(
+    name="nvidia-v25.3",
+    release="v25.3.2",
+    family="nvidia",
+    driver="gpu.nvidia.com",
+    resource_api_version="resource.k8s.io/v1",
+    slice_name_scheme="node-driver",
+    health_mode="none",
+    has_index_and_minor=True,
+    static_mig_publishes_parent=True,
+    device_plugin_guard=_GUARD_V25_3,
+)
+# v25.8.1: index/minor/parentIndex removed (commit 36fc80ab, PR #624); parent hidden with MIG on.
+_V25_8 = replace(
+    _V25_3,
+    name="nvidia-v25.8",
+    release="v25.8.1",
+    has_index_and_minor=False,
+    static_mig_publishes_parent=False,
+)
+# v25.12.0: standard pciBusID, addressingMode, DynamicMIG, unhealthy devices dropped
+# (driver.go deviceHealthEvents), extendedResourceName on the class, vfio class.
+_V25_12 = replace(
+    _V25_8,
+    name="nvidia-v25.12",
+    release="v25.12.0",
+    health_mode="remove",
+    pci_bus_id_attribute=PCI_BUS_ID_STANDARD,
+    has_addressing_mode=True,
+    mig_name_scheme="profile-gi-start",
+    supports_dynamic_mig=True,
+    gpu_class_extended_resource="nvidia.com/gpu",
+    has_vfio_class=True,
+    device_plugin_guard=_GUARD_V25_12,
+)
+# v0.4.0 (checked at v0.4.1): k8s.io/dynamic-resource-allocation v0.36 slice names, health
+# taints, DynamicMIG attribute and Ampere fixes (commits 912848d2, 13882467).
+_V0_4 = replace(
+    _V25_12,
+    name="nvidia-v0.4",
+    release="v0.4.0",
+    slice_name_scheme="index-driver-node",
+    health_mode="taint",
+    dynamic_mig_addressing_and_root=True,
+    dynamic_mig_ampere_rule=True,
+    health_excludes_dynamic_mig=True,
+)
+_EXAMPLE_V0_4 = Personality(
+    name="example-v0.4",
+    family="example",
+    driver="gpu.example.com",
+    release="v0.4.0",
+    resource_api_version="resource.k8s.io/v1",
+    slice_name_scheme="index-driver-node",
+    health_mode="none",
+    supports_consumable_capacity=True,
+)
+
+PERSONALITIES: dict[str, Personality] = {p.name: p for p in (_V25_3, _V25_8, _V25_12, _V0_4, _EXAMPLE_V0_4)}
 
 DEFAULT_PERSONALITY = "nvidia-v25.12"
 

@@ -9,6 +9,10 @@ Sources (cite per table below):
   ``mock-nvml-config-{a100,h100.mig,b200.mig}.yaml`` @ NVIDIA/k8s-test-infra. Placements are
   in memory slices (8 on every 7-slice part).
 Rows marked UNCONFIRMED were not found in a pinned source and are derived (see comment).
+
+Unknowns (one place): MIG profile memory as real NVML reports it on H100/H200/B200 (the rows
+carry the mock's nominal sizes; no real ``nvidia-smi mig -lgip`` capture was found); total
+memory of H200, A100 80GB, L4, T4 and B200 (nominal or commonly printed sizes, marked below).
 """
 
 from __future__ import annotations
@@ -70,18 +74,32 @@ class GpuProfile:
 
 def _mig(
     name: str,
+    *,
     gi: int,
-    starts: tuple[int, ...],
+    at: tuple[int, ...],
     size: int,
     sms: int,
     ce: int,
     dec: int,
     jpeg: int,
     ofa: int,
-    mem_mib: int,
+    mib: int,
     enc: int = 0,
 ) -> MigProfile:
-    return MigProfile(name, gi, starts, size, sms, ce, dec, enc, jpeg, ofa, mem_mib)
+    """One ``nvidia-smi mig -lgip`` row, by keyword (gi = GI profile id, at = placement starts)."""
+    return MigProfile(
+        name=name,
+        gi_profile_id=gi,
+        placement_starts=at,
+        placement_size=size,
+        multiprocessors=sms,
+        copy_engines=ce,
+        decoders=dec,
+        encoders=enc,
+        jpeg_engines=jpeg,
+        ofa_engines=ofa,
+        memory_mib=mib,
+    )
 
 
 _ONE = (0, 1, 2, 3, 4, 5, 6)
@@ -93,69 +111,73 @@ _ZERO = (0,)
 # H100 80GB: mock-nvml-config-h100.mig.yaml @ c0148fc3 (MIG guide Table 10). Memory values are
 # the mock's nominal ones (10240 MiB per slice), not what real NVML reports (about 9.75 GiB).
 _H100_MIG = (
-    _mig("1g.10gb", 19, _ONE, 1, 16, 1, 1, 1, 0, 10240),
-    _mig("1g.10gb+me", 20, _ONE, 1, 16, 1, 1, 1, 1, 10240),
-    _mig("1g.20gb", 15, _TWO, 2, 16, 1, 1, 1, 0, 20480),
-    _mig("2g.20gb", 14, _TWO3, 2, 32, 2, 2, 2, 0, 20480),
-    _mig("3g.40gb", 9, _FOUR, 4, 48, 3, 3, 3, 0, 40960),
-    _mig("4g.40gb", 5, _ZERO, 4, 64, 4, 4, 4, 0, 40960),
-    _mig("7g.80gb", 0, _ZERO, 8, 112, 8, 7, 7, 1, 81920),
+    _mig("1g.10gb", gi=19, at=_ONE, size=1, sms=16, ce=1, dec=1, jpeg=1, ofa=0, mib=10240),
+    _mig("1g.10gb+me", gi=20, at=_ONE, size=1, sms=16, ce=1, dec=1, jpeg=1, ofa=1, mib=10240),
+    _mig("1g.20gb", gi=15, at=_TWO, size=2, sms=16, ce=1, dec=1, jpeg=1, ofa=0, mib=20480),
+    _mig("2g.20gb", gi=14, at=_TWO3, size=2, sms=32, ce=2, dec=2, jpeg=2, ofa=0, mib=20480),
+    _mig("3g.40gb", gi=9, at=_FOUR, size=4, sms=48, ce=3, dec=3, jpeg=3, ofa=0, mib=40960),
+    _mig("4g.40gb", gi=5, at=_ZERO, size=4, sms=64, ce=4, dec=4, jpeg=4, ofa=0, mib=40960),
+    _mig("7g.80gb", gi=0, at=_ZERO, size=8, sms=112, ce=8, dec=7, jpeg=7, ofa=1, mib=81920),
 )
 
 # H200 141GB: UNCONFIRMED. Profile names from the MIG guide's H200 table; engine counts copied
 # from the H100 rows (same GH100 die); memory is the nominal size in the profile name.
 _H200_MIG = (
-    _mig("1g.18gb", 19, _ONE, 1, 16, 1, 1, 1, 0, 18432),
-    _mig("1g.18gb+me", 20, _ONE, 1, 16, 1, 1, 1, 1, 18432),
-    _mig("1g.35gb", 15, _TWO, 2, 16, 1, 1, 1, 0, 35840),
-    _mig("2g.35gb", 14, _TWO3, 2, 32, 2, 2, 2, 0, 35840),
-    _mig("3g.71gb", 9, _FOUR, 4, 48, 3, 3, 3, 0, 72704),
-    _mig("4g.71gb", 5, _ZERO, 4, 64, 4, 4, 4, 0, 72704),
-    _mig("7g.141gb", 0, _ZERO, 8, 112, 8, 7, 7, 1, 144384),
+    _mig("1g.18gb", gi=19, at=_ONE, size=1, sms=16, ce=1, dec=1, jpeg=1, ofa=0, mib=18432),
+    _mig("1g.18gb+me", gi=20, at=_ONE, size=1, sms=16, ce=1, dec=1, jpeg=1, ofa=1, mib=18432),
+    _mig("1g.35gb", gi=15, at=_TWO, size=2, sms=16, ce=1, dec=1, jpeg=1, ofa=0, mib=35840),
+    _mig("2g.35gb", gi=14, at=_TWO3, size=2, sms=32, ce=2, dec=2, jpeg=2, ofa=0, mib=35840),
+    _mig("3g.71gb", gi=9, at=_FOUR, size=4, sms=48, ce=3, dec=3, jpeg=3, ofa=0, mib=72704),
+    _mig("4g.71gb", gi=5, at=_ZERO, size=4, sms=64, ce=4, dec=4, jpeg=4, ofa=0, mib=72704),
+    _mig("7g.141gb", gi=0, at=_ZERO, size=8, sms=112, ce=8, dec=7, jpeg=7, ofa=1, mib=144384),
 )
 
 # A100-SXM4-40GB: mock-nvml-config-a100.yaml @ 187d6e57 (MIG guide Table 12), including the
 # raw NVML memory sizes. GI profile IDs 19/20/15/14/9/5/0 follow the -lgip listing.
 _A100_40_MIG = (
-    _mig("1g.5gb", 19, _ONE, 1, 14, 1, 0, 0, 0, 4864),
-    _mig("1g.5gb+me", 20, _ONE, 1, 14, 1, 1, 1, 1, 4864),
-    _mig("1g.10gb", 15, _TWO, 2, 14, 1, 1, 0, 0, 9856),
-    _mig("2g.10gb", 14, _TWO3, 2, 28, 2, 1, 0, 0, 9856),
-    _mig("3g.20gb", 9, _FOUR, 4, 42, 3, 2, 0, 0, 19968),
-    _mig("4g.20gb", 5, _ZERO, 4, 56, 4, 2, 0, 0, 19968),
-    _mig("7g.40gb", 0, _ZERO, 8, 98, 7, 5, 1, 1, 40192),
+    _mig("1g.5gb", gi=19, at=_ONE, size=1, sms=14, ce=1, dec=0, jpeg=0, ofa=0, mib=4864),
+    _mig("1g.5gb+me", gi=20, at=_ONE, size=1, sms=14, ce=1, dec=1, jpeg=1, ofa=1, mib=4864),
+    _mig("1g.10gb", gi=15, at=_TWO, size=2, sms=14, ce=1, dec=1, jpeg=0, ofa=0, mib=9856),
+    _mig("2g.10gb", gi=14, at=_TWO3, size=2, sms=28, ce=2, dec=1, jpeg=0, ofa=0, mib=9856),
+    _mig("3g.20gb", gi=9, at=_FOUR, size=4, sms=42, ce=3, dec=2, jpeg=0, ofa=0, mib=19968),
+    _mig("4g.20gb", gi=5, at=_ZERO, size=4, sms=56, ce=4, dec=2, jpeg=0, ofa=0, mib=19968),
+    _mig("7g.40gb", gi=0, at=_ZERO, size=8, sms=98, ce=7, dec=5, jpeg=1, ofa=1, mib=40192),
 )
 
 # A100 80GB PCIe: UNCONFIRMED. Same engines as the 40GB part (MIG guide lists the same
 # fractions); memory = the 40GB rows' next-larger size, i.e. doubled per slice.
 _A100_80_MIG = (
-    _mig("1g.10gb", 19, _ONE, 1, 14, 1, 0, 0, 0, 9856),
-    _mig("1g.10gb+me", 20, _ONE, 1, 14, 1, 1, 1, 1, 9856),
-    _mig("1g.20gb", 15, _TWO, 2, 14, 1, 1, 0, 0, 19968),
-    _mig("2g.20gb", 14, _TWO3, 2, 28, 2, 1, 0, 0, 19968),
-    _mig("3g.40gb", 9, _FOUR, 4, 42, 3, 2, 0, 0, 40192),
-    _mig("4g.40gb", 5, _ZERO, 4, 56, 4, 2, 0, 0, 40192),
-    _mig("7g.80gb", 0, _ZERO, 8, 98, 7, 5, 1, 1, 80896),
+    _mig("1g.10gb", gi=19, at=_ONE, size=1, sms=14, ce=1, dec=0, jpeg=0, ofa=0, mib=9856),
+    _mig("1g.10gb+me", gi=20, at=_ONE, size=1, sms=14, ce=1, dec=1, jpeg=1, ofa=1, mib=9856),
+    _mig("1g.20gb", gi=15, at=_TWO, size=2, sms=14, ce=1, dec=1, jpeg=0, ofa=0, mib=19968),
+    _mig("2g.20gb", gi=14, at=_TWO3, size=2, sms=28, ce=2, dec=1, jpeg=0, ofa=0, mib=19968),
+    _mig("3g.40gb", gi=9, at=_FOUR, size=4, sms=42, ce=3, dec=2, jpeg=0, ofa=0, mib=40192),
+    _mig("4g.40gb", gi=5, at=_ZERO, size=4, sms=56, ce=4, dec=2, jpeg=0, ofa=0, mib=40192),
+    _mig("7g.80gb", gi=0, at=_ZERO, size=8, sms=98, ce=7, dec=5, jpeg=1, ofa=1, mib=80896),
 )
 
 # B200: mock-nvml-config-b200.mig.yaml @ 790eaa3a (MIG guide Table 5). The mock stores NVML
 # enum values, not -lgip IDs; the -lgip IDs below (same as Hopper) are UNCONFIRMED.
 _B200_MIG = (
-    _mig("1g.23gb", 19, _ONE, 1, 18, 2, 1, 1, 0, 23040),
-    _mig("1g.23gb+me", 20, _ONE, 1, 18, 2, 1, 1, 1, 23040),
-    _mig("1g.45gb", 15, _TWO, 2, 18, 2, 1, 1, 0, 46080),
-    _mig("2g.45gb", 14, _TWO3, 2, 36, 3, 1, 1, 0, 46080),
-    _mig("3g.90gb", 9, _FOUR, 4, 54, 6, 1, 1, 0, 92160),
-    _mig("4g.90gb", 5, _ZERO, 4, 72, 8, 1, 1, 0, 92160),
-    _mig("7g.180gb", 0, _ZERO, 8, 126, 16, 1, 1, 1, 184320),
+    _mig("1g.23gb", gi=19, at=_ONE, size=1, sms=18, ce=2, dec=1, jpeg=1, ofa=0, mib=23040),
+    _mig("1g.23gb+me", gi=20, at=_ONE, size=1, sms=18, ce=2, dec=1, jpeg=1, ofa=1, mib=23040),
+    _mig("1g.45gb", gi=15, at=_TWO, size=2, sms=18, ce=2, dec=1, jpeg=1, ofa=0, mib=46080),
+    _mig("2g.45gb", gi=14, at=_TWO3, size=2, sms=36, ce=3, dec=1, jpeg=1, ofa=0, mib=46080),
+    _mig("3g.90gb", gi=9, at=_FOUR, size=4, sms=54, ce=6, dec=1, jpeg=1, ofa=0, mib=92160),
+    _mig("4g.90gb", gi=5, at=_ZERO, size=4, sms=72, ce=8, dec=1, jpeg=1, ofa=0, mib=92160),
+    _mig("7g.180gb", gi=0, at=_ZERO, size=8, sms=126, ce=16, dec=1, jpeg=1, ofa=1, mib=184320),
 )
 
-# addressingMode: "HMM" on x86 hosts with the open kernel modules; UNCONFIRMED per part.
+# addressingMode: "HMM" on x86 hosts with the open kernel modules; seen on H100 (below),
+# UNCONFIRMED for the other parts.
 PROFILES: dict[str, GpuProfile] = {
     p.key: p
     for p in (
+        # H100 80GB HBM3: memory total 81559 MiB (NVML memory.Total, what nvidia-smi prints)
+        # and addressing mode HMM, from a real capture: NVIDIA/k8s-test-infra
+        # tests/e2e/go/assertions/nvidiasmi/testdata/hardware/qx-h100.xml @ 63018b86.
         GpuProfile(
-            "h100-80gb-hbm3", "NVIDIA H100 80GB HBM3", "Nvidia", "Hopper", "9.0", 81920, "HMM", _H100_MIG
+            "h100-80gb-hbm3", "NVIDIA H100 80GB HBM3", "Nvidia", "Hopper", "9.0", 81559, "HMM", _H100_MIG
         ),
         # H200: productName and total memory UNCONFIRMED (141 GB marketing size used).
         GpuProfile("h200-141gb-hbm3e", "NVIDIA H200", "Nvidia", "Hopper", "9.0", 144384, "HMM", _H200_MIG),

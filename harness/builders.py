@@ -133,13 +133,32 @@ def exact_request(
     count: int = 1,
     selectors: Sequence[str] = (),
     capacity: Mapping[str, str] | None = None,
+    tolerations: Sequence[Obj] = (),
 ) -> Obj:
     exactly: Obj = {"deviceClassName": device_class_name, "allocationMode": "ExactCount", "count": count}
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
     if capacity:
         exactly["capacity"] = {"requests": dict(capacity)}
+    if tolerations:
+        exactly["tolerations"] = list(tolerations)
     return {"name": name, "exactly": exactly}
+
+
+def device_toleration(key: str, effect: str, value: str | None = None) -> Obj:
+    """A request's toleration of a device taint (Equal with a value, else Exists)."""
+    if value is None:
+        return {"key": key, "operator": "Exists", "effect": effect}
+    return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+
+
+def device_taint_rule(
+    name: str, api_version: str, *, driver: str, pool: str, device: str, key: str, effect: str
+) -> Obj:
+    """A DeviceTaintRule tainting one device (`api_version` from harness.expectations)."""
+    selector = {"driver": driver, "pool": pool, "device": device}
+    spec = {"deviceSelector": selector, "taint": {"key": key, "effect": effect}}
+    return {"apiVersion": api_version, "kind": "DeviceTaintRule", "metadata": {"name": name}, "spec": spec}
 
 
 def claim_spec(requests: Sequence[Obj], constraints: Sequence[Obj] = ()) -> Obj:

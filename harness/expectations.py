@@ -91,3 +91,64 @@ def extended_claim_blocks_owner_deletion(version: Version) -> bool:
     1.35.4+: no — extendeddynamicresources.go sets only APIVersion, Kind, Name, UID, Controller.
     """
     return version < (1, 35)
+
+
+def device_taint_rule_api(version: Version) -> str:
+    """The group/version DeviceTaintRule is written with (the dra-all profiles serve it).
+
+    1.34.4 / 1.35: resource.k8s.io/v1alpha3 only (k8s.io/api resource/v1alpha3/types.go @
+    v0.34.4). 1.36: v1beta2, the beta (k8s.io/api resource/v1beta2/types.go @ v0.36.1;
+    pkg/features DRADeviceTaintRules beta in 1.36). 1.37: v1, GA and on by default
+    (k8s.io/api resource/v1/types.go @ v0.37.2; kube_features.go @ v1.37.2).
+    """
+    if version >= (1, 37):
+        return "resource.k8s.io/v1"
+    if version >= (1, 36):
+        return "resource.k8s.io/v1beta2"
+    return "resource.k8s.io/v1alpha3"
+
+
+def device_taint_rule_status_checked(version: Version) -> bool:
+    """Is the EvictionInProgress condition of a NoSchedule rule checked on this minor?
+
+    1.37.2: yes — pkg/controller/devicetainteviction/device_taint_eviction.go
+    maybeUpdateRuleStatus sets Status False, Reason "OtherEffect", Message "Eviction only
+    happens for the NoExecute effect." for a NoSchedule rule.
+    1.34.4: the API has no status (resource/v1alpha3/types.go @ v0.34.4). 1.35/1.36: the
+    controller source was not read here, so the suite does not assert it.
+    """
+    return version >= (1, 37)
+
+
+def allocation_result_copies_tolerations(version: Version) -> bool | None:
+    """Does the scheduler copy a request's device tolerations into the allocation result?
+
+    1.34.4: no — k8s.io/dynamic-resource-allocation structured/internal/*/allocator_*.go @
+    v0.34.4 read the tolerations only to match taints. 1.37.2: yes — the allocators set
+    ``Tolerations: internal.lookupRequest(claim).tolerations()`` @ v0.37.2. 1.35/1.36: not
+    read here (None), so the suite does not assert it.
+    """
+    if version >= (1, 37):
+        return True
+    if version < (1, 35):
+        return False
+    return None
+
+
+def invalid_extended_resource_name_message(version: Version, value: str) -> str | None:
+    """The API server's message for an invalid DeviceClass spec.extendedResourceName.
+
+    1.34.4: the handwritten check — pkg/apis/resource/validation validateDeviceClassSpec
+    "must be a valid extended resource name". 1.37.2: declarative validation answers instead
+    (the handwritten error is MarkCoveredByDeclarative): k8s.io/apimachinery
+    pkg/api/validate/strfmt.go @ v0.37.2 "a name must be a domain-prefixed path, such as
+    'example.com/my-prop'". 1.35/1.36: not read here (None).
+    """
+    if version >= (1, 37):
+        return (
+            f'Invalid value: "{value}": '
+            + "a name must be a domain-prefixed path, such as 'example.com/my-prop'"
+        )
+    if version < (1, 35):
+        return f'Invalid value: "{value}": must be a valid extended resource name'
+    return None

@@ -16,7 +16,8 @@ H100 = {
         "resource.kubernetes.io/pcieRoot": {"string": "pci0000:00"},
         "index": {"int": 0},
     },
-    "capacity": {"memory": {"value": "80Gi"}},
+    # NVML memory.Total of an H100 80GB HBM3 (fake_driver.profiles): less than 80Gi.
+    "capacity": {"memory": {"value": "81559Mi"}},
 }
 L4 = {
     "name": "gpu-1",
@@ -36,6 +37,7 @@ L4 = {
         ('device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"', H100, Outcome.NO_MATCH),
         ('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', H100, Outcome.MATCH),
         ('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', L4, Outcome.NO_MATCH),
+        ('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0', H100, Outcome.NO_MATCH),
         (
             'device.attributes["gpu.nvidia.com"].driverVersion.compareTo(semver("570.0.0")) >= 0',
             H100,
@@ -57,6 +59,7 @@ L4 = {
         "product-mismatch",
         "quantity-ge",
         "quantity-lt",
+        "h100-is-not-80Gi",
         "semver-ge",
         "semver-prerelease",
         "other-domain",

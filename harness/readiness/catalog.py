@@ -220,6 +220,25 @@ CHECKS: tuple[Check, ...] = (
         "the harness's fake driver misbehaves on this minor: report a harness bug (other checks in "
         "this cell may be unreliable)",
     ),
+    Check(
+        "device-taints",
+        "Device taints: a NoSchedule taint (from the driver or a DeviceTaintRule) keeps claims off a "
+        "device, a toleration lets them on",
+        "device taints",
+        ("suites/device_taints/*",),
+        "tainted GPUs are still handed out (or tolerations ignored): enable DRADeviceTaints (and "
+        "DRADeviceTaintRules for rules) on kube-apiserver, kube-scheduler and kube-controller-manager",
+    ),
+    Check(
+        "extended-resource-name",
+        "DeviceClass extendedResourceName: an invalid name is rejected; with DRAExtendedResource off "
+        "the API server drops the field",
+        "bridging",
+        ("suites/bridging/test_extended_resource_name.py::*",),
+        "a class's extendedResourceName is missing after apply: enable DRAExtendedResource on "
+        "kube-apiserver before creating the class (the field is dropped silently without it), and use a "
+        "domain-prefixed name such as nvidia.com/gpu",
+    ),
 )
 
 CHECK_IDS = {c.id: c for c in CHECKS}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver import faults
+from fake_driver import apilimits, faults
 from fake_driver.faultstate import FAULTS_ANNOTATION
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from harness.clusters.base import Cell
 from harness.drastate import device_names, node_slices, pools
 from harness.kube import Kube
 
@@ -57,6 +58,32 @@ def test_drop_attribute_taint_crash_wipe_and_recover(kube: Kube, gpu_fleet: Make
     assert pools(node_slices(kube, n2)) == [{"name": n2, "generation": 3, "resourceSliceCount": 1}]
 
 
+@pytest.mark.min_version("1.35")  # DeviceTaintEffectNone is served from 1.35
+@pytest.mark.feature_gate("DRADeviceTaints")
+@pytest.mark.parametrize(
+    ("event", "xid", "taint"),
+    [
+        ("", 13, {"key": "gpu.nvidia.com/xid", "value": "13", "effect": "None"}),
+        ("gpu-lost", 79, {"key": "gpu.nvidia.com/gpu-lost", "effect": "NoSchedule"}),
+        ("unmonitored", 79, {"key": "gpu.nvidia.com/unmonitored", "effect": "None"}),
+    ],
+    ids=["xid-13-non-fatal", "gpu-lost", "unmonitored"],
+)
+def test_v0_4_health_event_stored_as_its_taint(
+    kube: Kube, gpu_fleet: MakeGpuFleet, event: str, xid: int, taint: dict[str, str]
+) -> None:
+    # NV cmd/gpu-kubelet-plugin/device_health.go healthEventToTaint @ v0.4.1.
+    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v0.4", suffix="p"), classes=False)
+    [node] = fleet.node_names
+
+    faults.mark_unhealthy(fleet.publisher, node, ["gpu-0"], event=event, xid=xid)
+
+    [s] = node_slices(kube, node)
+    [stored] = s["spec"]["devices"][0]["taints"]
+    assert stored.pop("timeAdded")  # set by the API server
+    assert stored == taint
+
+
 def test_unhealthy_device_removed_when_mode_overridden(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v25.8", suffix="p"), classes=False)
     [node] = fleet.node_names
@@ -67,10 +94,12 @@ def test_unhealthy_device_removed_when_mode_overridden(kube: Kube, gpu_fleet: Ma
 
 
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # a multi-slice pool needs DynamicMIG here
-def test_stale_generation_leaves_one_slice_behind(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+def test_stale_generation_leaves_one_slice_behind(kube: Kube, gpu_fleet: MakeGpuFleet, cell: Cell) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, mig="dynamic", suffix="p"), classes=False)
     [node] = fleet.node_names
 
     faults.stale_generation(fleet.publisher, [node])
 
-    assert [p["generation"] for p in pools(node_slices(kube, node))] == [1, 2, 2]
+    # Split layout from 1.35 (counters slice + one per GPU), one slice per GPU before.
+    split = cell.number >= apilimits.SPLIT_COUNTERS_SINCE
+    assert [p["generation"] for p in pools(node_slices(kube, node))] == ([1, 2, 2] if split else [1, 2])

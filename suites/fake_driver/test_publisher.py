@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from fake_driver import apilimits
 from fake_driver.errors import NodeNotFoundError, PublishError
 from fake_driver.kube import ApiError, KubeRest
 from fake_driver.publisher import Publisher
@@ -82,17 +83,19 @@ def test_change_bumps_generation_and_updates_in_place(kube: Kube, gpu_fleet: Mak
 
 
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
-def test_layout_change_adds_and_removes_slices(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+def test_layout_change_adds_and_removes_slices(kube: Kube, gpu_fleet: MakeGpuFleet, cell: Cell) -> None:
     fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v0.4", suffix="p"), classes=False)
     [node] = fleet.node_names
     dynamic = fleet_of([GpuPool(gpus=2, personality="nvidia-v0.4", mig="dynamic")], [[node]])
 
     fleet.publisher_for(dynamic).publish_node(node)
 
-    three = node_slices(kube, node)
-    assert pools(three) == [{"name": node, "generation": 2, "resourceSliceCount": 3}] * 3
-    assert [s["spec"]["sharedCounters"][0]["name"] for s in three[:1]] == ["gpu-0-counter-set"]
-    assert len(device_names(three)) == 2 * 26  # per H100: the full GPU + 25 MIG placements
+    # From 1.35 a counters slice then one devices slice per GPU; before, one slice per GPU.
+    count = 3 if cell.number >= apilimits.SPLIT_COUNTERS_SINCE else 2
+    several = node_slices(kube, node)
+    assert pools(several) == [{"name": node, "generation": 2, "resourceSliceCount": count}] * count
+    assert [s["spec"]["sharedCounters"][0]["name"] for s in several[:1]] == ["gpu-0-counter-set"]
+    assert len(device_names(several)) == 2 * 26  # per H100: the full GPU + 25 MIG placements
 
     fleet.publisher_for().publish_node(node)
 
@@ -164,6 +167,7 @@ def test_remove_all_on_stop_leaves_other_nodes_alone(
     assert [s["metadata"]["name"] for s in node_slices(kube, other)] == [other]
 
 
+@pytest.mark.min_version("1.35")  # a 1.34 server accepts the 1.34 layout
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
 def test_rejected_slice_names_the_field_and_writes_nothing(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     # Rendered for 1.34 (counter sets and devices in one slice), sent to a newer server.

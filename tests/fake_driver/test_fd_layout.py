@@ -10,6 +10,7 @@ from fake_driver.errors import FleetError, UnknownChoiceError
 from fake_driver.faultstate import NodeFaults
 from fake_driver.fleet import fleet_from_dict
 from fake_driver.slices import RenderedPool, render_node
+from tests.fake_driver import fidelity
 
 COUNTERS_H100 = {
     "multiprocessors": {"value": "112"},
@@ -183,16 +184,7 @@ def test_shared_devices_consumable_capacity() -> None:
     r = _render((1, 34), personality="example-v0.4", profile="l4", gpus=1, consumable_capacity=True)
     (d,) = _devices(r)
     assert d["allowMultipleAllocations"] is True
-    assert d["capacity"] == {
-        "memory": {
-            "value": "80Gi",
-            "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}},
-        },
-        "compute": {
-            "value": "100",
-            "requestPolicy": {"default": "1", "validRange": {"min": "1", "step": "1"}},
-        },
-    }
+    assert d["capacity"] == fidelity.EXAMPLE_SHARED_CAPACITY
     assert r.devices[0].shareable is True
 
 
