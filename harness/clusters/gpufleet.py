@@ -51,7 +51,9 @@ def create_fleet(kube: Kube, fleet: Fleet) -> None:
     )
     legacy.advertise(kube.api_client, fleet)
     for personality in {p.personality.name: p.personality for p in fleet.pools if p.dra}.values():
-        installer.install(kube.api_client, personality, fleet=fleet)
+        # The chart's gpuResourcesEnabledOverride: the fleet file is the user's explicit choice,
+        # double-stack pools included (the ledger and the scan name those).
+        installer.install(kube.api_client, personality, fleet=fleet, gpu_resources_enabled_override=True)
 
 
 def publisher_argv(fleet_file: Path, kubeconfig: Path) -> list[str]:

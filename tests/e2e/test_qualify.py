@@ -186,7 +186,8 @@ def test_bad_input_on_a_live_cluster_is_one_line_and_creates_nothing(
 
 VENDOR_TEST = """
 from harness import builders as b
-from harness.pods import claims_of, wait_phase
+from harness.drastate import claims_of
+from harness.pods import wait_phase
 
 
 def test_vendor_pod_gets_one_of_our_devices(kube, namespace, driver, gpu_pool):
