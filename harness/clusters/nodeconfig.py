@@ -1,6 +1,6 @@
-"""Configuration files of one real node: containerd, CNI, kubelet. Settings and why are in
-reference/real-nodes.md; each is per node, so nodes on one host never share a socket, root,
-CDI dir, CNI bridge or cgroup."""
+"""Configuration files of one real node: containerd, CNI, kubelet. A setting that differs from
+the defaults says why next to it; every path and address is per node, so nodes on one host
+never share a socket, root, CDI dir, CNI bridge or cgroup."""
 
 from __future__ import annotations
 
