@@ -42,8 +42,11 @@ def test_quickstart_commands_are_the_readme_block() -> None:
 
 
 def test_the_readme_quickstart_gives_a_gpu_fleet_whose_pods_get_their_devices(cluster_name: str) -> None:
-    env = {**os.environ, "DRA_HARNESS_CLUSTER": cluster_name}
-    env.pop("KUBECONFIG", None)
+    # As a user's shell: no KUBECONFIG yet, and not inside `make test` (a nested make would
+    # print "make[1]: Entering directory" lines around the output).
+    outer = ("KUBECONFIG", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")
+    env = {k: v for k, v in os.environ.items() if k not in outer}
+    env["DRA_HARNESS_CLUSTER"] = cluster_name
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", quickstart_commands()],
         cwd=REPO_ROOT,
