@@ -17,6 +17,8 @@ def resource_api(version: str = "v1") -> str:
 
 
 RESOURCE_V1 = resource_api()  # the resource.k8s.io version every supported minor serves
+# pkg/apis/resource/types.go DRAAdminNamespaceLabelKey @ v1.34.4 and v1.37.2
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 
 
 def container(
@@ -134,8 +136,11 @@ def exact_request(
     selectors: Sequence[str] = (),
     capacity: Mapping[str, str] | None = None,
     tolerations: Sequence[Obj] = (),
+    admin_access: bool = False,
 ) -> Obj:
     exactly: Obj = {"deviceClassName": device_class_name, "allocationMode": "ExactCount", "count": count}
+    if admin_access:  # DRAAdminAccess: needs the namespace label ADMIN_ACCESS_LABEL
+        exactly["adminAccess"] = True
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
     if capacity:
@@ -272,4 +277,21 @@ def token_kubeconfig(cluster: Obj, token: str, user: str = "token") -> Obj:
         "clusters": [{"name": user, "cluster": cluster}],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": user, "context": {"cluster": user, "user": user}}],
+    }
+
+
+def daemon_set(name: str, namespace: str, template: Obj) -> Obj:
+    """A DaemonSet running `template` (a pod from `pod`/`template_pod`) on every node it selects;
+    the pod's name and namespace become the pod template's labels."""
+    labels = {"app": name}
+    spec = dict(template["spec"])
+    spec["restartPolicy"] = "Always"  # the only policy a DaemonSet accepts
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
     }
