@@ -152,3 +152,21 @@ def invalid_extended_resource_name_message(version: Version, value: str) -> str 
     if version < (1, 35):
         return f'Invalid value: "{value}": must be a valid extended resource name'
     return None
+
+
+def unallocated_device_status_value(version: Version, driver: str, pool: str, device: str) -> str | None:
+    """How the API server prints the device of a status.devices entry the claim was not
+    allocated ("Invalid value: <this>: must be an allocated device in the claim").
+
+    The value is structured.SharedDeviceID, printed as JSON. 1.34.4: its fields are
+    draapi.UniqueString (unique.Handle) with no MarshalJSON, so every field prints as {} and the
+    message does not say which device (observed on the 1.34 cell; k8s.io/dynamic-resource-
+    allocation structured/internal/allocatedstate.go @ v0.34.4). 1.37.2: the names print
+    (observed on the 1.37 cell; api/uniquestring.go UniqueString.MarshalJSON @ v0.37.2).
+    1.35/1.36: not run here (None).
+    """
+    if version >= (1, 37):
+        return f'{{"Driver":"{driver}","Pool":"{pool}","Device":"{device}","ShareID":""}}'
+    if version < (1, 35):
+        return '{"Driver":{},"Pool":{},"Device":{},"ShareID":{}}'
+    return None
