@@ -121,8 +121,9 @@ CHECKS: tuple[Check, ...] = (
         "prioritized-list",
         "Prioritized list: a claim falls back from a 3g to a 1g MIG device",
         "mig",
-        ("suites/mig/test_prioritized_list.py::*",),
-        "firstAvailable subrequests are not honoured: enable DRAPrioritizedList on kube-apiserver and "
+        ("suites/mig/test_prioritized_list.py::*", "suites/mig/test_prioritized_scoring.py::*"),
+        "firstAvailable subrequests are not honoured (or nodes where the first choice fits are not "
+        "preferred, 1.37): enable DRAPrioritizedList on kube-apiserver and "
         "kube-scheduler (on by default from 1.34)",
     ),
     Check(
@@ -238,6 +239,52 @@ CHECKS: tuple[Check, ...] = (
         "a class's extendedResourceName is missing after apply: enable DRAExtendedResource on "
         "kube-apiserver before creating the class (the field is dropped silently without it), and use a "
         "domain-prefixed name such as nvidia.com/gpu",
+    ),
+    Check(
+        "admin-access",
+        "Admin access: monitoring claims reach GPUs in use, only in namespaces labelled "
+        "resource.kubernetes.io/admin-access",
+        "admin access",
+        ("suites/admin_access/*",),
+        "GPU monitoring agents cannot reach devices in use (or anyone can): label the agents' namespace "
+        "resource.kubernetes.io/admin-access=true, set adminAccess: true on their requests, and keep "
+        "DRAAdminAccess on (beta from 1.34, GA in 1.36)",
+    ),
+    Check(
+        "binding-conditions",
+        "Binding conditions: pods wait in the scheduler until the driver reports a device attached, and "
+        "are rescheduled when attachment fails",
+        "binding conditions",
+        ("suites/binding_conditions/*",),
+        "pods bind to devices that are not attached (or never bind): enable DRADeviceBindingConditions "
+        "and DRAResourceClaimDeviceStatus on kube-apiserver and kube-scheduler, and check that the "
+        "driver writes its conditions into the claim's status.devices",
+    ),
+    Check(
+        "device-status",
+        "Device status: the driver's conditions, data and network data are kept on the claim for "
+        "allocated devices only",
+        "device status",
+        ("suites/device_status/*",),
+        "the driver cannot report device status: enable DRAResourceClaimDeviceStatus on kube-apiserver "
+        "and let the driver write only entries for devices allocated to the claim",
+    ),
+    Check(
+        "multi-host",
+        "Multi-host devices: a device selected per node (perDeviceNodeSelection) serves every node of its "
+        "domain and no other",
+        "partitioning",
+        ("suites/multi_host/*",),
+        "claims on multi-node devices land outside their domain or not at all: enable "
+        "DRAPartitionableDevices on kube-apiserver and kube-scheduler and check the device's nodeSelector",
+    ),
+    Check(
+        "api-versions",
+        "resource.k8s.io v1beta1 and v1beta2 objects, where served, read the same in v1",
+        "api versions",
+        ("suites/api_versions/*",),
+        "a driver or manifest written for a beta resource.k8s.io version loses fields: serve the version "
+        "with --runtime-config resource.k8s.io/<version>=true while moving it to v1",
     ),
 )
 

@@ -38,6 +38,8 @@ GATES: dict[str, tuple[str, str]] = {
         "kube-apiserver and kube-scheduler",
         "or upgrade to 1.36 where it is beta and on by default",
     ),
+    "DRAAdminAccess": ("kube-apiserver and kube-scheduler", "it is on by default from 1.34 (GA in 1.36)"),
+    "DRAResourceClaimDeviceStatus": ("kube-apiserver", "it is on by default from 1.33 (GA in 1.37)"),
     "GenericWorkload": (
         "kube-apiserver and kube-scheduler, with --runtime-config scheduling.k8s.io/<version>=true "
         "(v1alpha1 in 1.35, v1alpha2 in 1.36, v1beta1 in 1.37)",
