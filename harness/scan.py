@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.builders import RESOURCE_V1
@@ -27,8 +27,10 @@ from harness.detectors import (
     detect_unmapped_legacy_requests,
 )
 from harness.errors import HarnessError
+from harness.expectations import device_taint_rule_api
 from harness.kube import API_ERRORS, DynamicApiError, ForbiddenError, Kube, Obj, ResourceNotFoundError
 from harness.redaction import redact, redact_obj
+from harness.scantaints import rule_findings, slice_taint_findings
 
 EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
@@ -39,7 +41,13 @@ SCAN_RBAC_RULES: list[Obj] = [
     {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get", "list", "watch"]},
     {
         "apiGroups": ["resource.k8s.io"],
-        "resources": ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"],
+        "resources": [
+            "deviceclasses",
+            "resourceslices",
+            "resourceclaims",
+            "resourceclaimtemplates",
+            "devicetaintrules",
+        ],
         "verbs": ["get", "list", "watch"],
     },
     {"nonResourceURLs": ["/metrics", "/version"], "verbs": ["get"]},
@@ -71,6 +79,7 @@ class ClusterState:
     claims: list[Obj]
     templates: list[Obj]
     quotas: list[Obj]
+    taint_rules: list[Obj] = field(default_factory=list)  # DeviceTaintRules, where served
 
 
 def read_state(kube: Kube) -> ClusterState:
@@ -113,6 +122,8 @@ def _read_state(kube: Kube) -> ClusterState:
         claims=listed(RESOURCE_V1, "ResourceClaim"),
         templates=listed(RESOURCE_V1, "ResourceClaimTemplate"),
         quotas=listed("v1", "ResourceQuota"),
+        # The version the minor serves DeviceTaintRule in (harness.expectations); not served: [].
+        taint_rules=listed(device_taint_rule_api((major, minor)), "DeviceTaintRule"),
     )
 
 
@@ -226,6 +237,8 @@ def run_checks(
             resource,
             state.version,
         ),
+        *slice_taint_findings(state.slices),
+        *rule_findings(state.taint_rules, state.slices),
         *_claim_counts(state),
     ]
     return sorted(findings, key=lambda f: (-f.severity, f.check, f.subject))
