@@ -281,8 +281,8 @@ def token_kubeconfig(cluster: Obj, token: str, user: str = "token") -> Obj:
 
 
 def daemon_set(name: str, namespace: str, template: Obj) -> Obj:
-    """A DaemonSet running `template` (a pod from `pod`/`template_pod`) on every node it selects;
-    the pod's name and namespace become the pod template's labels."""
+    """A DaemonSet running `template`'s spec (a pod from `pod`/`template_pod`) on every node it
+    selects; its pods are labelled app=<name>."""
     labels = {"app": name}
     spec = dict(template["spec"])
     spec["restartPolicy"] = "Always"  # the only policy a DaemonSet accepts

@@ -10,7 +10,7 @@ from harness import builders as b
 from harness.drastate import allocation, claims_of
 from harness.kube import Kube
 from harness.pods import create_claim_pod, wait_phase
-from suites.mig.claims import nv
+from suites.mig.claims import nv, prefer_3g_then_1g
 
 pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]
 
@@ -22,13 +22,7 @@ def test_first_available_prefers_3g_and_falls_back_to_1g(
     fleet = gpu_fleet(GpuPool(gpus=1, mig={"mode": "static", "layout": layout}))
     [node] = fleet.node_names
     mig = fleet.device_class("mig.nvidia.com")
-    request = b.first_available_request(
-        "mig",
-        [
-            b.subrequest("big", mig, selectors=[f"{nv('profile')} == '3g.40gb'"]),
-            b.subrequest("small", mig, selectors=[f"{nv('profile')} == '1g.10gb'"]),
-        ],
-    )
+    request = prefer_3g_then_1g(mig)
 
     create_claim_pod(kube, namespace, "first", [request], fleet.node_selector)
     wait_phase(kube, namespace, "first", "Running")

@@ -10,14 +10,13 @@ import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from fixtures.requirements import skip
-from harness import builders as b
 from harness.clusters.base import Cell
 from harness.drastate import allocation
 from harness.expectations import prioritized_list_scores_nodes
 from harness.kube import Kube
 from harness.pods import create_claim_pod, wait_phase
 from harness.requirements import Kind, Reason
-from suites.mig.claims import nv
+from suites.mig.claims import prefer_3g_then_1g
 
 pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]
 
@@ -34,13 +33,7 @@ def test_the_scheduler_prefers_the_node_where_the_first_choice_fits(
     fleet = gpu_fleet(only_small, has_big)
     [[big_node]] = fleet.pool_nodes[1:]
     mig = fleet.device_class("mig.nvidia.com")
-    request = b.first_available_request(
-        "mig",
-        [
-            b.subrequest("big", mig, selectors=[f"{nv('profile')} == '3g.40gb'"]),
-            b.subrequest("small", mig, selectors=[f"{nv('profile')} == '1g.10gb'"]),
-        ],
-    )
+    request = prefer_3g_then_1g(mig)
 
     create_claim_pod(kube, namespace, "p", [request], fleet.node_selector)
 
