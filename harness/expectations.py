@@ -185,3 +185,18 @@ def prioritized_list_scores_nodes(version: Version) -> bool | None:
     if version < (1, 35):
         return False
     return None
+
+
+def binding_timeout_configurable(version: Version) -> bool | None:
+    """Can the scheduler's wait for binding conditions be shortened (DynamicResourcesArgs
+    bindingTimeout), so a test can watch it expire?
+
+    1.34.4: no — dynamicresources.go BindingTimeoutDefaultSeconds = 600, a constant.
+    1.37.2: yes — pkg/scheduler/apis/config types_pluginargs.go DynamicResourcesArgs.BindingTimeout
+    (default DynamicResourcesBindingTimeoutDefault, 600 s). 1.35/1.36: not read here (None).
+    """
+    if version >= (1, 37):
+        return True
+    if version < (1, 35):
+        return False
+    return None

@@ -27,11 +27,13 @@ class Tuning:
     scheduler 50/100, controller-manager 20/30), so client-side rate limiters do not hide the
     cost being measured. `simulate_pods=False`: kwok keeps the nodes alive but runs no pods,
     so bound pods cost only the scheduler's writes. `component_flags`: extra flags per
-    component, appended last so they win."""
+    component, appended last so they win. `scheduler_plugin_args`: plugin name -> args of the
+    default profile (e.g. DynamicResources bindingTimeout), which need a config file too."""
 
     client_qps: int | None = None
     simulate_pods: bool = True
     component_flags: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    scheduler_plugin_args: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -129,20 +131,24 @@ def _scheduler_flags(c: LocalCluster) -> list[str]:
     """The scheduler's client QPS has no flag: with a Tuning's QPS it gets a config file
     (which then holds the kubeconfig and leader election too)."""
     kc, qps = c.run_dir / "scheduler.kubeconfig", c.tuning.client_qps
+    plugin_args = c.tuning.scheduler_plugin_args
     connection: list[str] = [f"--kubeconfig={kc}"]
     election = ["--leader-elect=false"]
-    if qps is not None:
+    if qps is not None or plugin_args:
         config = c.run_dir / "scheduler-config.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "kubescheduler.config.k8s.io/v1",
-                    "kind": "KubeSchedulerConfiguration",
-                    "clientConnection": {"kubeconfig": str(kc), "qps": qps, "burst": qps},
-                    "leaderElection": {"leaderElect": False},
-                }
-            )
-        )
+        client: dict[str, object] = {"kubeconfig": str(kc)}
+        if qps is not None:
+            client |= {"qps": qps, "burst": qps}
+        body: dict[str, object] = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": client,
+            "leaderElection": {"leaderElect": False},
+        }
+        if plugin_args:
+            args = [{"name": name, "args": dict(a)} for name, a in plugin_args.items()]
+            body["profiles"] = [{"schedulerName": "default-scheduler", "pluginConfig": args}]
+        config.write_text(yaml.safe_dump(body))
         connection, election = [], [f"--config={config}"]
     return [
         *connection,

@@ -12,18 +12,14 @@ from __future__ import annotations
 import pytest
 
 from fixtures.nodes import MakePool
-from harness import builders as b
 from harness.clusters.nodes import POOL_LABEL
 from harness.devicestatus import condition, set_conditions
 from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube, Obj
 from harness.objects import Created
-from harness.pods import create_claim_pod, wait_phase
+from harness.pods import wait_phase
 from harness.waits import TIMEOUTS, wait_for
-
-DRIVER = "binding.dra-harness.io"
-ATTACHED = "dra-harness.io/attached"
-FAILED = "dra-harness.io/attach-failed"
+from suites.binding_conditions.attachable import ATTACHED, FAILED, attachable_pod
 
 pytestmark = [
     pytest.mark.feature_gate("DRADeviceBindingConditions"),
@@ -35,15 +31,8 @@ def _pod_waiting_for_attachment(kube: Kube, namespace: str, node_pool: MakePool,
     """One node with one attachable device, and pod "p" asking for it; returns the node."""
     pool = node_pool(1)
     [node] = pool.node_names()
-    device_class = f"{namespace}-attachable"
-    objects.create(b.device_class(device_class, selectors=[f'device.driver == "{DRIVER}"']))
-    device = b.device("gpu-0", {"model": "fabric-h100"}) | {
-        "bindsToNode": True,
-        "bindingConditions": [ATTACHED],
-        "bindingFailureConditions": [FAILED],
-    }
-    objects.create(b.resource_slice(f"{node}-attachable", driver=DRIVER, node_name=node, devices=[device]))
-    create_claim_pod(kube, namespace, "p", [b.exact_request("gpu", device_class)], {POOL_LABEL: pool.name})
+    for body in attachable_pod(namespace, node, {POOL_LABEL: pool.name}):
+        objects.create(body)
     return node
 
 
