@@ -27,7 +27,11 @@ CHECKS: tuple[Check, ...] = (
         "bridging",
         "Unchanged pods requesting nvidia.com/gpu get DRA devices (extended-resource bridging, KEP-5004)",
         "bridging",
-        ("suites/bridging/test_extended_resource.py::*", "suites/bridging/test_bridging_lifecycle.py::*"),
+        (
+            "suites/bridging/test_extended_resource.py::*",
+            "suites/bridging/test_bridging_lifecycle.py::*",
+            "suites/bridging/test_several_resources.py::*",
+        ),
         "scheduler-created claims for extended resources misbehave: check that kube-scheduler, "
         "kube-controller-manager and kubelet all run with DRAExtendedResource and the same minor",
         bridged=True,
