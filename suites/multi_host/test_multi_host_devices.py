@@ -12,6 +12,7 @@ import pytest
 
 from fixtures.nodes import MakePool
 from harness import builders as b
+from harness.clusters.nodes import POOL_LABEL as POOL
 from harness.drastate import allocated_devices
 from harness.kube import Kube, Obj
 from harness.objects import Created
@@ -93,3 +94,38 @@ def test_a_claim_on_a_multi_host_device_runs_on_every_node_of_its_domain_and_onl
     assert (result["pool"], result["device"]) == (f"{namespace}-fabric", "nvl-domain-0")
     assert claim["status"]["allocation"]["nodeSelector"] == _in_domain(domain)
     assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["rank-0", "rank-1"]
+
+
+def test_a_device_named_for_one_node_pulls_the_pod_there_and_an_all_nodes_device_goes_anywhere(
+    kube: Kube, namespace: str, node_pool: MakePool, objects: Created
+) -> None:
+    pool = node_pool(3, suffix="n")
+    nodes = pool.node_names()
+    device_class = f"{namespace}-fabric"
+    objects.create(b.device_class(device_class, selectors=[f'device.driver == "{DRIVER}"']))
+    pinned = b.device("nic-2", {"owner": namespace, "role": "pinned"})
+    pinned["nodeName"] = nodes[2]
+    anywhere = b.device("fabric-manager", {"owner": namespace, "role": "manager"})
+    anywhere["allNodes"] = True
+    objects.create(_fabric_slice(namespace, [pinned, anywhere]))
+    role = f'device.attributes["{DRIVER}"].role'
+    for name, want in (("pinned", "pinned"), ("manager", "manager")):
+        request = b.exact_request("dev", device_class, selectors=[f'{role} == "{want}"'])
+        kube.create(b.claim_template(name, namespace, [request]))
+        kube.create(b.template_pod(name, namespace, name, claim="dev", node_selector={POOL: pool.name}))
+
+    on_pinned = wait_phase(kube, namespace, "pinned", "Running")
+    wait_phase(kube, namespace, "manager", "Running")
+
+    assert on_pinned["spec"]["nodeName"] == nodes[2]
+    allocations = {
+        c["metadata"]["name"].split("-")[0]: c["status"]["allocation"]
+        for c in kube.list(b.RESOURCE_V1, "ResourceClaim", namespace)
+    }
+    pinned_to = {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [nodes[2]]}]}
+        ]
+    }
+    assert allocations["pinned"]["nodeSelector"] == pinned_to
+    assert "nodeSelector" not in allocations["manager"]
