@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: all venv controlplane nodeparts kind-engine lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -34,6 +34,11 @@ nodeparts: venv
 	@dpkg -s $(NODE_APT) >/dev/null 2>&1 || ($(APT_SUDO) apt-get update && $(APT_SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y $(NODE_APT))
 	$(BIN)/dra-harness controlplane build $(K8S_FLAG) --nodes
 	$(BIN)/dra-harness controlplane build -k $(OLDEST_MINOR) --nodes-only
+
+# The kind path's engine where Docker is absent: Debian's dockerd (versions.toml [kind] engine_apt).
+ENGINE_APT := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("versions.toml", "rb"))["kind"]["engine_apt"]))')
+kind-engine: nodeparts
+	@dpkg -s $(ENGINE_APT) >/dev/null 2>&1 || ($(APT_SUDO) apt-get update && $(APT_SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y $(ENGINE_APT))
 
 lint: venv
 	$(BIN)/ruff check .
