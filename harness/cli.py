@@ -112,17 +112,10 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 
 def cmd_kind_cleanup(args: argparse.Namespace) -> int:
-    from harness.clusters.kind import cleanup, find_binary, kind_hint, parse_age
-    from harness.clusters.kind_config import CLUSTER_PREFIX
+    from harness.clusters.kind import cleanup_leftovers
 
-    age = parse_age(args.older_than)
-    kind = find_binary("kind", args.kind_bin, "DRA_HARNESS_KIND", kind_hint(load_matrix()))
-    names = cleanup(age, kind=kind, dry_run=args.dry_run)
-    verb = "would delete" if args.dry_run else "deleted"
-    for name in names:
-        print(f"{verb} {name}")
-    if not names:
-        print(f"no {CLUSTER_PREFIX}* kind cluster is older than {args.older_than}")
+    for line in cleanup_leftovers(args.older_than, args.kind_bin, args.dry_run):
+        print(line)
     return 0
 
 
@@ -284,10 +277,10 @@ def _cluster_parsers(sub: Subparsers) -> None:
         if action == "status":
             p.add_argument("--json", action="store_true", help="the supervisor's record (PIDs, kubeconfig)")
         p.set_defaults(func=func)
-    kind = sub.add_parser("kind", help="kind clusters the harness left").add_subparsers(
+    kind = sub.add_parser("kind", help="kind clusters and engines the harness left").add_subparsers(
         dest="action", required=True
     )
-    p = kind.add_parser("cleanup", help="delete dra-harness-* kind clusters older than an age")
+    p = kind.add_parser("cleanup", help="give back engines of killed runs; delete old dra-harness-* clusters")
     p.add_argument("--older-than", type=nonempty, default="6h", help="e.g. 30m, 6h, 2d (default 6h)")
     p.add_argument("--kind-bin", type=nonempty, help="kind binary (default: $DRA_HARNESS_KIND or PATH)")
     p.add_argument("--dry-run", action="store_true", help="only list them")

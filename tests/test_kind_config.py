@@ -146,6 +146,7 @@ def test_provider_without_docker_engine_refuses_before_running_kind(
         kind_bin=_fake(tmp_path, "kind"),
         kubectl_bin=_fake(tmp_path, "kubectl"),
         runner=runner,
+        start_engine=False,
     )
     with pytest.raises(HarnessError) as err:
         p.start()
