@@ -108,7 +108,8 @@ def test_engine_runs_privileged_containers_and_leaves_the_host_as_it_was() -> No
     e = Engine()
     try:
         e.start()
-        assert e.started and e.host is not None
+        assert e.started
+        assert e.host is not None
         assert e.wrapped is _lacks_cap_sys_resource()
         run = [
             "run",
@@ -137,13 +138,16 @@ def test_engine_of_a_killed_owner_is_given_back(tmp_path: Path) -> None:
     script = (
         "import signal; from harness.clusters.engine import Engine, docker, PROBE_IMAGE\n"
         "e = Engine().start()\n"
-        "docker('run', '-d', '--privileged', '--network=kind', PROBE_IMAGE, '/bin/busybox', 'sleep', '600', host=e.host)\n"
+        "docker('run', '-d', '--privileged', '--network=kind', PROBE_IMAGE, '/bin/busybox', 'sleep', '600',"
+        " host=e.host)\n"
         "print('up', flush=True); signal.pause()\n"
     )
     owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert owner.stdout is not None and owner.stdout.readline() == "up\n"
-    during = hoststate.snapshot()
-    assert [p for p in during["processes"] if " dockerd " in f" {p.split(' ', 1)[1]}"], during["processes"]
+    assert owner.stdout is not None
+    assert owner.stdout.readline() == "up\n"
+    processes = hoststate.snapshot()["processes"]
+    assert isinstance(processes, list)
+    assert [p for p in processes if p.split(" ", 2)[1] == "dockerd"], processes
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     wait_for(
