@@ -20,9 +20,10 @@ from harness.controlplane.build import (
 from harness.controlplane.nodeparts import _digest, _fresh, _stamp, ensure_kubelet
 from harness.versions import Minor
 
-# What kind's node image holds in /usr/bin (kubelet, kubeadm, kubectl) and what its control
-# plane images run (kubeadm config images list): k8s.io/kubernetes/cmd/<name>.
-COMMANDS = ("kubeadm", "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")
+# What kind's node image holds in /usr/bin (kubelet, kubeadm, kubectl) and the kube-proxy image
+# runs: k8s.io/kubernetes/cmd/<name>. etcd and the control plane come from k8slocal, the
+# project's multi-call build of them.
+COMMANDS = ("kubeadm", "kubectl", "kube-proxy")
 
 
 def node_bin_dir(minor: Minor) -> Path:

@@ -1,0 +1,141 @@
+"""The images kubeadm runs on a kind node, written as archives (harness.controlplane.images)
+under exactly the tags `kubeadm config images list` prints, so nothing is ever pulled:
+- kube-apiserver, kube-controller-manager, kube-scheduler, etcd: the project's k8slocal
+  multi-call binary with busybox's sh and a one-line `exec k8slocal <name>` per command;
+- kube-proxy: the node's Debian root filesystem (iptables, conntrack) plus the binary;
+- coredns: `go install` at the version kubeadm names; pause: the one nodeparts compiles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from harness.controlplane import images
+from harness.controlplane.build import Progress, _go_env, _stderr, build_lock, cache_root, ensure_controlplane
+from harness.controlplane.nodeparts import ensure_pause, images_dir
+from harness.errors import HarnessError
+from harness.versions import Minor
+
+COREDNS_MODULE = "github.com/coredns/coredns"
+K8SLOCAL_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+
+
+def kubeadm_images(kubeadm: Path, minor: Minor) -> dict[str, str]:
+    """Image name (last path element, no tag) -> the reference kubeadm expects."""
+    argv = [str(kubeadm), "config", "images", "list", "--kubernetes-version", minor.kubernetes]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise HarnessError(f"kubeadm config images list failed: {done.stderr.strip()[-500:]}")
+    return {ref.rsplit("/", 1)[1].split(":")[0]: ref for ref in done.stdout.split()}
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def ensure_coredns(version: str, progress: Progress = _stderr) -> Path:
+    binary = cache_root() / "bin" / f"coredns-{version}" / "coredns"
+    with build_lock(binary, f"coredns {version}", progress):
+        if binary.exists():
+            return binary
+        progress(f"building coredns {version} into {binary} (cold: ~2 min)")
+        start = time.monotonic()
+        gobin = Path(tempfile.mkdtemp(dir=binary.parent, prefix="coredns.", suffix=".tmp"))
+        try:
+            env = _go_env() | {"GOBIN": str(gobin)}
+            ref = f"{COREDNS_MODULE}@{version}"
+            done = subprocess.run(
+                ["go", "install", "-trimpath", ref], env=env, capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                raise HarnessError(f"building {ref} failed:\n{done.stderr.strip()[-2000:]}")
+            (gobin / "coredns").replace(binary)
+        finally:
+            shutil.rmtree(gobin, ignore_errors=True)
+        progress(f"coredns {version}: done in {time.monotonic() - start:.0f}s")
+    return binary
+
+
+def _k8slocal_layer(k8slocal: Path, command: str, busybox: Path) -> bytes:
+    script = f'#!/bin/sh\nexec /usr/local/bin/k8slocal {command} "$@"\n'.encode()
+    files = {
+        "bin/busybox": busybox.read_bytes(),
+        "usr/local/bin/k8slocal": k8slocal.read_bytes(),
+        f"usr/local/bin/{command}": script,
+    }
+    dirs = ("bin", "usr", "usr/local", "usr/local/bin", "tmp", "etc", "var", "var/lib")
+    return images._layer(files, {"bin/sh": "busybox"}, dirs)
+
+
+def _rootfs_layer(rootfs: Path, extra: dict[str, Path]) -> bytes:
+    """The root filesystem tarball with `extra` files (path in image -> file) appended."""
+    buf = io.BytesIO(rootfs.read_bytes())
+    buf.seek(0, io.SEEK_END)
+    buf.seek(0)
+    with tarfile.open(fileobj=buf, mode="a") as tar:
+        for name, path in extra.items():
+            info = tar.gettarinfo(str(path), arcname=name)
+            info.uid = info.gid = 0
+            info.mtime = 0
+            with path.open("rb") as f:
+                tar.addfile(info, f)
+    return buf.getvalue()
+
+
+def ensure_cp_images(
+    minor: Minor, bins: Path, rootfs: Path, busybox: Path, out: Path, progress: Progress = _stderr
+) -> list[Path]:
+    """One archive per image kubeadm needs, under `out`; each rewritten only when its inputs
+    (the binaries, the root filesystem, the tag) changed."""
+    refs = kubeadm_images(bins / "kubeadm", minor)
+    missing = {
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kube-proxy",
+        "etcd",
+        "coredns",
+        "pause",
+    } - set(refs)
+    if missing:
+        raise HarnessError(f"kubeadm {minor.kubernetes} lists no image for {', '.join(sorted(missing))}")
+    k8slocal = ensure_controlplane(minor, progress)
+    coredns = ensure_coredns(refs["coredns"].rsplit(":", 1)[1], progress)
+    _, _ = ensure_pause(minor, progress)
+    pause = images_dir() / f"pause-{refs['pause'].rsplit(':', 1)[1]}"
+    if not pause.exists():
+        raise HarnessError(f"{pause} is missing: the pause binary nodeparts compiles (make nodeparts)")
+    inputs: dict[str, list[Path]] = {c: [k8slocal, busybox] for c in K8SLOCAL_COMMANDS}
+    inputs |= {"kube-proxy": [rootfs, bins / "kube-proxy"], "coredns": [coredns], "pause": [pause]}
+    out.mkdir(parents=True, exist_ok=True)
+    archives = []
+    for name, sources in sorted(inputs.items()):
+        archive = out / f"{name}.tar"
+        stamp = archive.with_suffix(".inputs")
+        digest = hashlib.sha256("\0".join([refs[name], *map(_sha, sources)]).encode()).hexdigest()
+        archives.append(archive)
+        if archive.exists() and stamp.exists() and stamp.read_text() == digest:
+            continue
+        progress(f"image {refs[name]}")
+        if name in K8SLOCAL_COMMANDS:
+            images.write_image(archive, refs[name], _k8slocal_layer(k8slocal, name, busybox), [], [name])
+        elif name == "kube-proxy":
+            layer = _rootfs_layer(rootfs, {"usr/local/bin/kube-proxy": bins / "kube-proxy"})
+            images.write_image(archive, refs[name], layer, [], ["/usr/local/bin/kube-proxy"])
+        else:
+            binary = coredns if name == "coredns" else pause
+            layer = images._layer({name: binary.read_bytes()}, {}, ())
+            images.write_image(archive, refs[name], layer, [f"/{name}"], [])
+        stamp.write_text(digest)
+    return archives
