@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts kind-engine lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: all venv controlplane nodeparts kind-engine kind-images lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -39,6 +39,11 @@ nodeparts: venv
 ENGINE_APT := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("versions.toml", "rb"))["kind"]["engine_apt"]))')
 kind-engine: nodeparts
 	@dpkg -s $(ENGINE_APT) >/dev/null 2>&1 || ($(APT_SUDO) apt-get update && $(APT_SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y $(ENGINE_APT))
+
+# The local kind node image of a minor (make kind-images K8S=1.36): built from the modfile and
+# versions.toml's pins, cached by inputs (dra-harness kind images).
+kind-images: kind-engine controlplane
+	$(BIN)/dra-harness kind images $(K8S_FLAG)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -119,6 +119,14 @@ def cmd_kind_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_kind_images(args: argparse.Namespace) -> int:
+    from harness.kindimage.node import build_images
+
+    matrix = load_matrix()
+    print(build_images(matrix, matrix.minor(args.k8s_version or matrix.default_minor)))
+    return 0
+
+
 def cmd_scan(args: argparse.Namespace) -> int:
     from harness.scan import exit_code as scan_exit_code
     from harness.scan import render_json, render_text, scan
@@ -285,6 +293,9 @@ def _cluster_parsers(sub: Subparsers) -> None:
     p.add_argument("--kind-bin", type=nonempty, help="kind binary (default: $DRA_HARNESS_KIND or PATH)")
     p.add_argument("--dry-run", action="store_true", help="only list them")
     p.set_defaults(func=cmd_kind_cleanup)
+    p = kind.add_parser("images", help="build the local kind node image of a minor (no registry)")
+    p.add_argument("-k", "--k8s-version", type=nonempty, help="minor (default: versions.toml default_minor)")
+    p.set_defaults(func=cmd_kind_images)
 
 
 def _scan_parser(sub: Subparsers) -> None:

@@ -44,36 +44,37 @@ def _sha(path: Path) -> str:
     return h.hexdigest()
 
 
-def ensure_coredns(version: str, progress: Progress = _stderr) -> Path:
-    binary = cache_root() / "bin" / f"coredns-{version}" / "coredns"
-    with build_lock(binary, f"coredns {version}", progress):
+def go_install_tool(package: str, version: str, progress: Progress = _stderr) -> Path:
+    """`go install package@version` into the cache (once per version): coredns, crictl."""
+    name = package.rsplit("/", 1)[1]
+    binary = cache_root() / "bin" / f"{name}-{version}" / name
+    with build_lock(binary, f"{name} {version}", progress):
         if binary.exists():
             return binary
-        progress(f"building coredns {version} into {binary} (cold: ~2 min)")
+        progress(f"building {name} {version} into {binary} (cold: ~2 min)")
         start = time.monotonic()
-        gobin = Path(tempfile.mkdtemp(dir=binary.parent, prefix="coredns.", suffix=".tmp"))
+        gobin = Path(tempfile.mkdtemp(dir=binary.parent, prefix=f"{name}.", suffix=".tmp"))
         try:
             env = _go_env() | {"GOBIN": str(gobin)}
-            ref = f"{COREDNS_MODULE}@{version}"
+            ref = f"{package}@{version}"
             done = subprocess.run(
                 ["go", "install", "-trimpath", ref], env=env, capture_output=True, text=True
             )
             if done.returncode != 0:
                 raise HarnessError(f"building {ref} failed:\n{done.stderr.strip()[-2000:]}")
-            (gobin / "coredns").replace(binary)
+            (gobin / name).replace(binary)
         finally:
             shutil.rmtree(gobin, ignore_errors=True)
-        progress(f"coredns {version}: done in {time.monotonic() - start:.0f}s")
+        progress(f"{name} {version}: done in {time.monotonic() - start:.0f}s")
     return binary
 
 
-def _k8slocal_layer(k8slocal: Path, command: str, busybox: Path) -> bytes:
-    script = f'#!/bin/sh\nexec /usr/local/bin/k8slocal {command} "$@"\n'.encode()
-    files = {
-        "bin/busybox": busybox.read_bytes(),
-        "usr/local/bin/k8slocal": k8slocal.read_bytes(),
-        f"usr/local/bin/{command}": script,
-    }
+def _k8slocal_layer(k8slocal: Path, busybox: Path) -> bytes:
+    files = {"bin/busybox": busybox.read_bytes(), "usr/local/bin/k8slocal": k8slocal.read_bytes()}
+    for command in K8SLOCAL_COMMANDS:
+        files[f"usr/local/bin/{command}"] = (
+            f'#!/bin/sh\nexec /usr/local/bin/k8slocal {command} "$@"\n'.encode()
+        )
     dirs = ("bin", "usr", "usr/local", "usr/local/bin", "tmp", "etc", "var", "var/lib")
     return images._layer(files, {"bin/sh": "busybox"}, dirs)
 
@@ -111,25 +112,27 @@ def ensure_cp_images(
     if missing:
         raise HarnessError(f"kubeadm {minor.kubernetes} lists no image for {', '.join(sorted(missing))}")
     k8slocal = ensure_controlplane(minor, progress)
-    coredns = ensure_coredns(refs["coredns"].rsplit(":", 1)[1], progress)
+    coredns = go_install_tool(COREDNS_MODULE, refs["coredns"].rsplit(":", 1)[1], progress)
     _, _ = ensure_pause(minor, progress)
     pause = images_dir() / f"pause-{refs['pause'].rsplit(':', 1)[1]}"
     if not pause.exists():
         raise HarnessError(f"{pause} is missing: the pause binary nodeparts compiles (make nodeparts)")
-    inputs: dict[str, list[Path]] = {c: [k8slocal, busybox] for c in K8SLOCAL_COMMANDS}
+    inputs: dict[str, list[Path]] = {"k8slocal": [k8slocal, busybox]}
     inputs |= {"kube-proxy": [rootfs, bins / "kube-proxy"], "coredns": [coredns], "pause": [pause]}
     out.mkdir(parents=True, exist_ok=True)
     archives = []
     for name, sources in sorted(inputs.items()):
         archive = out / f"{name}.tar"
         stamp = archive.with_suffix(".inputs")
-        digest = hashlib.sha256("\0".join([refs[name], *map(_sha, sources)]).encode()).hexdigest()
+        tags = [refs[c] for c in K8SLOCAL_COMMANDS] if name == "k8slocal" else [refs[name]]
+        digest = hashlib.sha256("\0".join([*tags, *map(_sha, sources)]).encode()).hexdigest()
         archives.append(archive)
         if archive.exists() and stamp.exists() and stamp.read_text() == digest:
             continue
-        progress(f"image {refs[name]}")
-        if name in K8SLOCAL_COMMANDS:
-            images.write_image(archive, refs[name], _k8slocal_layer(k8slocal, name, busybox), [], [name])
+        progress(f"image {', '.join(tags)}")
+        if name == "k8slocal":  # one image, four tags: each static pod names its command
+            layer = _k8slocal_layer(k8slocal, busybox)
+            images.write_image(archive, tags[0], layer, [], ["sh"], also=tags[1:])
         elif name == "kube-proxy":
             layer = _rootfs_layer(rootfs, {"usr/local/bin/kube-proxy": bins / "kube-proxy"})
             images.write_image(archive, refs[name], layer, [], ["/usr/local/bin/kube-proxy"])

@@ -15,6 +15,7 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.controlplane.build import Progress, _stderr, build_lock, cache_root
@@ -25,9 +26,27 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 SOURCES = (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"))
 
 
-def kind_pins() -> dict[str, object]:
-    """versions.toml [kind]: the image inputs beside the release."""
-    return dict(tomllib.loads(VERSIONS_FILE.read_text())["kind"])
+@dataclass(frozen=True)
+class KindPins:
+    """versions.toml [kind]: the local images' inputs beside the release."""
+
+    node_suite: str
+    node_apt: tuple[str, ...]
+    crictl_module: str
+    crictl_version: str
+
+
+def kind_pins() -> KindPins:
+    kind = tomllib.loads(VERSIONS_FILE.read_text())["kind"]
+    try:
+        return KindPins(
+            str(kind["node_suite"]),
+            tuple(map(str, kind["node_apt"])),
+            str(kind["crictl_module"]),
+            str(kind["crictl_version"]),
+        )
+    except KeyError as err:
+        raise HarnessError(f"versions.toml [kind] has no {err.args[0]}") from None
 
 
 def apt_mirror() -> str:
