@@ -45,9 +45,11 @@ from harness.clusters.kind_config import (
     render_kind_config,
     to_yaml,
 )
+from harness.clusters.kind_net import wire_pod_network
 from harness.controlplane.build import binary_path
 from harness.controlplane.gates import KnownGate, enabled_gates, known_gates
 from harness.errors import HarnessError
+from harness.kindimage.node import built_inputs, local_node_image
 from harness.versions import REPO_ROOT, GateProfile, Matrix, Minor, load_matrix
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
@@ -144,6 +146,7 @@ class KindProvider:
         self.start_engine = start_engine
         self.engine: Engine | None = None  # ours, where no Docker answered
         self._docker_host = os.environ.get("DOCKER_HOST")
+        self.local_image: str | None = None  # a node image built here (on our engine: no registry)
         self._kind: Any = None  # pytest_kind.KindCluster once started
         self._cell: Cell | None = None
 
@@ -157,7 +160,7 @@ class KindProvider:
 
     def config(self) -> dict[str, Any]:
         """The cell's kind config, refused with one line if it names what the minor lacks."""
-        config = render_kind_config(self.minor, self.profile, self.pools)
+        config = render_kind_config(self.minor, self.profile, self.pools, local_image=self.local_image)
         problems = config_problems(config, self.minor, built_gates(self.minor))
         if problems:
             raise HarnessError(
@@ -206,7 +209,7 @@ class KindProvider:
             self._kind = KindCluster(
                 self.name,
                 kubeconfig=self.kubeconfig,
-                image=self.minor.kind_image,
+                image=self.local_image or self.minor.kind_image,
                 kind_path=kind,
                 kubectl_path=kubectl,
             )
@@ -218,6 +221,8 @@ class KindProvider:
                 ) from None
         finally:
             os.chdir(cwd)
+        if self.local_image:
+            wire_pod_network(self.kubeconfig)
         if self.driver_image:
             self.deploy_driver(self.driver_image, kubectl)
         server = ExistingCluster(self.kubeconfig).start().cell()
@@ -235,6 +240,13 @@ class KindProvider:
         self.engine = Engine()
         self.engine.start()
         os.environ.update(self.engine.env())
+        ref = local_node_image(self.minor)
+        if built_inputs(self.engine, ref) is None:
+            raise HarnessError(
+                f"the kind node image of {self.minor.kubernetes} is not built: "
+                f"make kind-images K8S={self.minor.name}"
+            )
+        self.local_image = ref
 
     def _stop_engine(self) -> None:
         if self.engine is None:

@@ -174,10 +174,9 @@ def built_inputs(engine: Engine, ref: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def ensure_node_image(engine: Engine, matrix: Matrix, minor: Minor, progress: Progress = _stderr) -> str:
+def ensure_node_image(engine: Engine, parts: Parts, minor: Minor, progress: Progress = _stderr) -> str:
     """The local node image of `minor` in `engine`, built unless one of the same inputs is there."""
     ref = local_node_image(minor)
-    parts = node_parts(matrix, minor, progress)
     inputs = parts.inputs(minor)
     if built_inputs(engine, ref) == inputs:
         progress(f"{ref}: up to date")
@@ -219,8 +218,9 @@ def ensure_node_image(engine: Engine, matrix: Matrix, minor: Minor, progress: Pr
 def build_images(matrix: Matrix, minor: Minor, progress: Progress = _stderr) -> str:
     """`dra-harness kind images`: the node image of `minor` into the engine kind will use (the
     machine's Docker, or the harness's own, started for the build and stopped after it)."""
+    parts = node_parts(matrix, minor, progress)  # the long builds, before any engine runs
     engine = Engine().start()
     try:
-        return ensure_node_image(engine, matrix, minor, progress)
+        return ensure_node_image(engine, parts, minor, progress)
     finally:
         engine.stop()
