@@ -79,18 +79,24 @@ def _k8slocal_layer(k8slocal: Path, busybox: Path) -> bytes:
     return images._layer(files, {"bin/sh": "busybox"}, dirs)
 
 
-def _rootfs_layer(rootfs: Path, extra: dict[str, Path]) -> bytes:
-    """The root filesystem tarball with `extra` files (path in image -> file) appended."""
+def _owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    info.mtime = 0
+    return info
+
+
+def rootfs_layer(rootfs: Path, extra: dict[str, Path], links: dict[str, str] | None = None) -> bytes:
+    """The root filesystem tarball with `extra` (path in image -> file or directory, added
+    recursively, owned by root) and symlinks `links` (path -> target) appended."""
     buf = io.BytesIO(rootfs.read_bytes())
-    buf.seek(0, io.SEEK_END)
-    buf.seek(0)
     with tarfile.open(fileobj=buf, mode="a") as tar:
         for name, path in extra.items():
-            info = tar.gettarinfo(str(path), arcname=name)
-            info.uid = info.gid = 0
-            info.mtime = 0
-            with path.open("rb") as f:
-                tar.addfile(info, f)
+            tar.add(str(path), arcname=name, filter=_owned_by_root)
+        for name, target in (links or {}).items():
+            info = _owned_by_root(tarfile.TarInfo(name))
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
+            tar.addfile(info)
     return buf.getvalue()
 
 
@@ -134,7 +140,7 @@ def ensure_cp_images(
             layer = _k8slocal_layer(k8slocal, busybox)
             images.write_image(archive, tags[0], layer, [], ["sh"], also=tags[1:])
         elif name == "kube-proxy":
-            layer = _rootfs_layer(rootfs, {"usr/local/bin/kube-proxy": bins / "kube-proxy"})
+            layer = rootfs_layer(rootfs, {"usr/local/bin/kube-proxy": bins / "kube-proxy"})
             images.write_image(archive, refs[name], layer, [], ["/usr/local/bin/kube-proxy"])
         else:
             binary = coredns if name == "coredns" else pause

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import time
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from harness.controlplane.nodeparts import ensure_containerd
 from harness.errors import HarnessError
 from harness.kindimage.binaries import ensure_node_binaries
 from harness.kindimage.cpimages import ensure_cp_images, go_install_tool, kubeadm_images
+from harness.kindimage.driver import ensure_driver_archive
 from harness.kindimage.rootfs import ensure_rootfs, kind_pins
 from harness.versions import Matrix, Minor
 
@@ -219,8 +221,27 @@ def build_images(matrix: Matrix, minor: Minor, progress: Progress = _stderr) -> 
     """`dra-harness kind images`: the node image of `minor` into the engine kind will use (the
     machine's Docker, or the harness's own, started for the build and stopped after it)."""
     parts = node_parts(matrix, minor, progress)  # the long builds, before any engine runs
+    driver = ensure_driver_archive(progress)
     engine = Engine().start()
     try:
-        return ensure_node_image(engine, parts, minor, progress)
+        ref = ensure_node_image(engine, parts, minor, progress)
+        load_archive(engine, driver, progress)
+        return ref
     finally:
         engine.stop()
+
+
+def load_archive(engine: Engine, archive: Path, progress: Progress = _stderr) -> None:
+    """`docker load` a docker-archive unless the engine has its image (same image ID) already."""
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("manifest.json")
+        assert member is not None
+        manifest = json.load(member)[0]
+    image_id = "sha256:" + manifest["Config"].removesuffix(".json")
+    ref = manifest["RepoTags"][0]
+    if docker("image", "inspect", "--format", "{{.Id}}", ref, host=engine.host).stdout.strip() == image_id:
+        return
+    progress(f"loading {ref} into the engine")
+    done = docker("load", "-i", str(archive), host=engine.host, timeout=600)
+    if done.returncode != 0:
+        raise HarnessError(f"docker load {archive.name} failed: {done.stderr.strip()[-300:]}")
