@@ -37,8 +37,11 @@ nodeparts: venv
 
 # The kind path's engine where Docker is absent: Debian's dockerd (versions.toml [kind] engine_apt).
 ENGINE_APT := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("versions.toml", "rb"))["kind"]["engine_apt"]))')
+# kind itself goes into .venv/bin (where the provider finds it) at versions.toml's release.
+KIND_VERSION := $(shell $(PYTHON) -c 'import tomllib; print(tomllib.load(open("versions.toml", "rb"))["kind"]["version"])')
 kind-engine: nodeparts
 	@dpkg -s $(ENGINE_APT) >/dev/null 2>&1 || ($(APT_SUDO) apt-get update && $(APT_SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y $(ENGINE_APT))
+	@$(BIN)/kind version 2>/dev/null | grep -q ' $(KIND_VERSION) ' || GOBIN=$(abspath $(BIN)) go install sigs.k8s.io/kind@$(KIND_VERSION)
 
 # The local kind node image of a minor (make kind-images K8S=1.36): built from the modfile and
 # versions.toml's pins, cached by inputs (dra-harness kind images).

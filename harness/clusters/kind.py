@@ -34,7 +34,7 @@ from typing import Any
 
 from harness.clusters import hoststate
 from harness.clusters.base import Cell
-from harness.clusters.engine import Engine
+from harness.clusters.engine import Engine, docker
 from harness.clusters.existing import ExistingCluster
 from harness.clusters.kind_config import (
     CLUSTER_PREFIX,
@@ -241,12 +241,14 @@ class KindProvider:
         self.engine.start()
         os.environ.update(self.engine.env())
         ref = local_node_image(self.minor)
-        if built_inputs(self.engine, ref) is None:
+        present = docker("image", "inspect", DRIVER_IMAGE, host=self.engine.host).returncode == 0
+        if built_inputs(self.engine, ref) is None or not present:
             raise HarnessError(
                 f"the kind node image of {self.minor.kubernetes} is not built: "
                 f"make kind-images K8S={self.minor.name}"
             )
         self.local_image = ref
+        self.driver_image = self.driver_image or DRIVER_IMAGE  # loaded by kind images
 
     def _stop_engine(self) -> None:
         if self.engine is None:
