@@ -204,7 +204,8 @@ def test_the_admission_policy_refuses_another_nodes_slice_to_the_plugin(kind_clu
         "import json, sys; from kubernetes import client, config; config.load_incluster_config()\n"
         "api = client.CustomObjectsApi()\n"
         "try:\n"
-        " api.create_cluster_custom_object('resource.k8s.io', 'v1', 'resourceslices', json.loads(sys.argv[1]))\n"
+        " body = json.loads(sys.argv[1])\n"
+        " api.create_cluster_custom_object('resource.k8s.io', 'v1', 'resourceslices', body)\n"
         "except client.ApiException as e:\n"
         " print(e.status, e.body)\n"
     )
