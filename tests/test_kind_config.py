@@ -224,6 +224,9 @@ def test_dockerfile_pins_are_the_projects() -> None:
     in_image = dict(re.findall(r"^\s+([a-z0-9-]+)==(\S+)", dockerfile, re.MULTILINE))
     assert set(in_image) == {"grpcio", "protobuf", "kubernetes", "pyyaml"}
     assert {k: pins[k] for k in in_image} == in_image
+    from harness.kindimage.driver import driver_pins  # the image built without a registry
+
+    assert driver_pins() == sorted(f"{k}=={v}" for k, v in in_image.items())
 
 
 def test_deployed_fleet_has_the_kind_pools() -> None:
