@@ -91,8 +91,16 @@ def rootfs_layer(rootfs: Path, extra: dict[str, Path], links: dict[str, str] | N
     recursively, owned by root) and symlinks `links` (path -> target) appended."""
     buf = io.BytesIO(rootfs.read_bytes())
     with tarfile.open(fileobj=buf, mode="a") as tar:
+        present = {n.removeprefix("./").rstrip("/") for n in tar.getnames()}
+
+        def new_only(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+            # A directory the root filesystem has already: a second entry is refused by docker.
+            return None if info.isdir() and info.name in present else _owned_by_root(info)
+
         for name, path in extra.items():
-            tar.add(str(path), arcname=name, filter=_owned_by_root)
+            for item in [path, *sorted(path.rglob("*"))] if path.is_dir() else [path]:
+                arcname = name if item == path else f"{name}/{item.relative_to(path)}"
+                tar.add(str(item), arcname=arcname, recursive=False, filter=new_only)
         for name, target in (links or {}).items():
             info = _owned_by_root(tarfile.TarInfo(name))
             info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
