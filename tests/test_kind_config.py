@@ -259,9 +259,16 @@ def test_config_for_a_local_node_image_brings_its_own_pod_network_and_accepts_cg
     assert image == f"dra-harness.local/kind-node:{minor.kubernetes}"
     assert {n["image"] for n in config["nodes"]} == {image}
     assert config["networking"] == {"disableDefaultCNI": True}
-    assert [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]] == [
-        {"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1", "failCgroupV1": False}
-    ]
+    assert yaml.safe_load(config["kubeadmConfigPatches"][0]) == {
+        "kind": "KubeletConfiguration",
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "failCgroupV1": False,
+    }
+    timeouts = {
+        yaml.safe_load(p)["kind"]: yaml.safe_load(p)["timeouts"] for p in config["kubeadmConfigPatches"][1:]
+    }
+    assert timeouts["InitConfiguration"]["controlPlaneComponentHealthCheck"] == "10m0s"
+    assert timeouts["JoinConfiguration"]["tlsBootstrap"] == "10m0s"
     assert KUBELET_CGROUP_V1_PATCH in config["kubeadmConfigPatches"]
     assert config_problems(config, minor, None) == []
 

@@ -41,6 +41,24 @@ KUBELET_CGROUP_V1_PATCH = (
     "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nfailCgroupV1: false\n"
 )
 
+# A node of a local image imports its images when containerd starts, which on a busy 2-core
+# host outlasts kubeadm's default waits (kubeadm.k8s.io/v1beta4 Timeouts).
+KUBEADM_TIMEOUT_PATCHES = [
+    f"kind: {kind}\napiVersion: kubeadm.k8s.io/v1beta4\ntimeouts:\n{body}"
+    for kind, body in (
+        (
+            "InitConfiguration",
+            "  controlPlaneComponentHealthCheck: 10m0s\n  kubeletHealthCheck: 10m0s\n"
+            "  kubernetesAPICall: 5m0s\n",
+        ),
+        (
+            "JoinConfiguration",
+            "  discovery: 10m0s\n  tlsBootstrap: 10m0s\n  kubeletHealthCheck: 10m0s\n"
+            "  kubernetesAPICall: 5m0s\n",
+        ),
+    )
+]
+
 _IMAGE = re.compile(r"^(?P<repo>[a-z0-9./_-]+):(?P<tag>v\d+\.\d+\.\d+[0-9A-Za-z.-]*)(@sha256:[0-9a-f]{64})?$")
 
 
@@ -94,7 +112,7 @@ def render_kind_config(
     config["containerdConfigPatches"] = [CDI_PATCH]
     if local_image:
         config["networking"] = {"disableDefaultCNI": True}
-        config["kubeadmConfigPatches"] = [KUBELET_CGROUP_V1_PATCH]
+        config["kubeadmConfigPatches"] = [KUBELET_CGROUP_V1_PATCH, *KUBEADM_TIMEOUT_PATCHES]
     config["nodes"] = nodes
     return config
 

@@ -33,7 +33,16 @@ from harness.versions import Matrix, Minor
 
 LOCAL_REPO = "dra-harness.local/kind-node"
 INPUTS_LABEL = "dra-harness.inputs"
-IMPORT = "/bin/sh -c 'for f in /kind/images/*.tar; do ctr -n k8s.io images import \"$f\" || exit 1; done'"
+# containerd's ExecStartPost: pause first (every pod sandbox needs it), then the rest. The
+# kubelet waits for it (KUBELET_AFTER_CONTAINERD).
+IMPORT_SCRIPT = """#!/bin/sh
+set -e
+cd /kind/images
+for f in pause.tar k8slocal.tar $(ls *.tar | grep -v -x -e pause.tar -e k8slocal.tar); do
+  ctr -n k8s.io images import "$f"
+done
+"""
+KUBELET_AFTER_CONTAINERD = "[Unit]\nAfter=containerd.service\nWants=containerd.service\n"
 
 
 def local_node_image(minor: Minor) -> str:
@@ -142,7 +151,12 @@ def _containerd_setup(root: Path, containerd: Path, pause_ref: str) -> None:
     unit = root / "etc" / "systemd" / "system" / "containerd.service"
     lines = [ln for ln in unit.read_text().splitlines() if not ln.startswith("OOMScoreAdjust=")]
     at = lines.index("ExecStart=/usr/local/bin/containerd") + 1
-    unit.write_text("\n".join([*lines[:at], f"ExecStartPost={IMPORT}", *lines[at:]]) + "\n")
+    unit.write_text("\n".join([*lines[:at], "ExecStartPost=/kind/bin/import-images.sh", *lines[at:]]) + "\n")
+    script = root / "kind" / "bin" / "import-images.sh"
+    script.write_text(IMPORT_SCRIPT)
+    script.chmod(0o755)
+    dropin = root / "etc" / "systemd" / "system" / "kubelet.service.d" / "20-dra-harness.conf"
+    dropin.write_text(KUBELET_AFTER_CONTAINERD)  # not before the images are in
 
 
 def _assemble(root: Path, parts: Parts, minor: Minor, progress: Progress) -> None:
