@@ -100,13 +100,13 @@ def test_the_nodes_kubelet_registered_the_plugin_and_its_slices_are_published(
     node = _node_of_pool(kc, DRA_POOL)
     # pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go logs this once it can call the plugin.
     line = f'"Connection changed" logger="DRA registration handler" driverName="{DRIVER}"'
-    journal = subprocess.run(
-        ["docker", "exec", node, "journalctl", "-u", "kubelet", "--no-pager"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert [row for row in journal.stdout.splitlines() if line in row and "connected=true" in row]
+
+    def registered() -> list[str]:
+        argv = ["docker", "exec", node, "journalctl", "-u", "kubelet", "--no-pager", "-o", "cat"]
+        journal = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
+        return [row for row in journal.stdout.splitlines() if line in row and "connected=true" in row]
+
+    assert wait_for(registered, timeout=60, describe=f"the kubelet of {node} connected to {DRIVER}")
     slices = json.loads(ok(kubectl(kc, "get", "resourceslices", "-o", "json")))["items"]
     mine = [s for s in slices if s["spec"].get("nodeName") == node and s["spec"]["driver"] == DRIVER]
     assert sum(len(s["spec"].get("devices", [])) for s in mine) == 2  # the fleet's gpus for the pool
