@@ -37,6 +37,8 @@ INPUTS_LABEL = "dra-harness.inputs"
 # kubelet waits for it (KUBELET_AFTER_CONTAINERD).
 IMPORT_SCRIPT = """#!/bin/sh
 set -e
+# An import cut short (a restart) leaves an ingest that every later import trips over.
+rm -rf /var/lib/containerd/io.containerd.content.v1.content/ingest/*
 cd /kind/images
 for f in pause.tar k8slocal.tar $(ls *.tar | grep -v -x -e pause.tar -e k8slocal.tar); do
   ctr -n k8s.io images import "$f"
@@ -151,7 +153,9 @@ def _containerd_setup(root: Path, containerd: Path, pause_ref: str) -> None:
     unit = root / "etc" / "systemd" / "system" / "containerd.service"
     lines = [ln for ln in unit.read_text().splitlines() if not ln.startswith("OOMScoreAdjust=")]
     at = lines.index("ExecStart=/usr/local/bin/containerd") + 1
-    unit.write_text("\n".join([*lines[:at], "ExecStartPost=/kind/bin/import-images.sh", *lines[at:]]) + "\n")
+    # The import outlasts systemd's default 90 s start timeout on a busy host.
+    post = ["ExecStartPost=/kind/bin/import-images.sh", "TimeoutStartSec=15min"]
+    unit.write_text("\n".join([*lines[:at], *post, *lines[at:]]) + "\n")
     script = root / "kind" / "bin" / "import-images.sh"
     script.write_text(IMPORT_SCRIPT)
     script.chmod(0o755)
