@@ -229,6 +229,7 @@ def ensure_node_image(engine: Engine, parts: Parts, minor: Minor, progress: Prog
         if done.returncode != 0:
             raise HarnessError(f"docker build of {ref} failed: {done.stderr.strip()[-500:]}")
         docker("rmi", f"{ref}-base", host=engine.host)
+        docker("image", "prune", "--force", host=engine.host)  # the image this one replaced
     finally:
         shutil.rmtree(work, ignore_errors=True)
     progress(f"{ref}: built in {time.monotonic() - start:.0f}s")
