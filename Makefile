@@ -61,7 +61,8 @@ e2e: controlplane
 	$(BIN)/pytest suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The README's test command: lint, the harness's own tests, then the suites on the local cluster.
-test: lint controlplane nodeparts
+# kind-images: the kind path's tests (tests/test_kind_cluster.py) run on the default cell too.
+test: lint controlplane nodeparts kind-images
 	$(BIN)/pytest tests suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The main job: the suites on the default cell, reports in reports/out/<run-id>/.
