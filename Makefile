@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: all venv controlplane nodeparts kind-engine kind-images lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -35,6 +35,19 @@ nodeparts: venv
 	$(BIN)/dra-harness controlplane build $(K8S_FLAG) --nodes
 	$(BIN)/dra-harness controlplane build -k $(OLDEST_MINOR) --nodes-only
 
+# The kind path's engine where Docker is absent: Debian's dockerd (versions.toml [kind] engine_apt).
+ENGINE_APT := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("versions.toml", "rb"))["kind"]["engine_apt"]))')
+# kind itself goes into .venv/bin (where the provider finds it) at versions.toml's release.
+KIND_VERSION := $(shell $(PYTHON) -c 'import tomllib; print(tomllib.load(open("versions.toml", "rb"))["kind"]["version"])')
+kind-engine: nodeparts
+	@dpkg -s $(ENGINE_APT) >/dev/null 2>&1 || ($(APT_SUDO) apt-get update && $(APT_SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y $(ENGINE_APT))
+	@$(BIN)/kind version 2>/dev/null | grep -q ' $(KIND_VERSION) ' || GOBIN=$(abspath $(BIN)) go install sigs.k8s.io/kind@$(KIND_VERSION)
+
+# The local kind node image of a minor (make kind-images K8S=1.36): built from the modfile and
+# versions.toml's pins, cached by inputs (dra-harness kind images).
+kind-images: kind-engine controlplane
+	$(BIN)/dra-harness kind images $(K8S_FLAG)
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -48,7 +61,8 @@ e2e: controlplane
 	$(BIN)/pytest suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The README's test command: lint, the harness's own tests, then the suites on the local cluster.
-test: lint controlplane nodeparts
+# kind-images: the kind path's tests (tests/test_kind_cluster.py) run on the default cell too.
+test: lint controlplane nodeparts kind-images
 	$(BIN)/pytest tests suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The main job: the suites on the default cell, reports in reports/out/<run-id>/.

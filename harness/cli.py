@@ -112,17 +112,18 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 
 def cmd_kind_cleanup(args: argparse.Namespace) -> int:
-    from harness.clusters.kind import cleanup, find_binary, kind_hint, parse_age
-    from harness.clusters.kind_config import CLUSTER_PREFIX
+    from harness.clusters.kind import cleanup_leftovers
 
-    age = parse_age(args.older_than)
-    kind = find_binary("kind", args.kind_bin, "DRA_HARNESS_KIND", kind_hint(load_matrix()))
-    names = cleanup(age, kind=kind, dry_run=args.dry_run)
-    verb = "would delete" if args.dry_run else "deleted"
-    for name in names:
-        print(f"{verb} {name}")
-    if not names:
-        print(f"no {CLUSTER_PREFIX}* kind cluster is older than {args.older_than}")
+    for line in cleanup_leftovers(args.older_than, args.kind_bin, args.dry_run):
+        print(line)
+    return 0
+
+
+def cmd_kind_images(args: argparse.Namespace) -> int:
+    from harness.kindimage.node import build_images
+
+    matrix = load_matrix()
+    print(build_images(matrix, matrix.minor(args.k8s_version or matrix.default_minor)))
     return 0
 
 
@@ -284,14 +285,17 @@ def _cluster_parsers(sub: Subparsers) -> None:
         if action == "status":
             p.add_argument("--json", action="store_true", help="the supervisor's record (PIDs, kubeconfig)")
         p.set_defaults(func=func)
-    kind = sub.add_parser("kind", help="kind clusters the harness left").add_subparsers(
+    kind = sub.add_parser("kind", help="kind clusters and engines the harness left").add_subparsers(
         dest="action", required=True
     )
-    p = kind.add_parser("cleanup", help="delete dra-harness-* kind clusters older than an age")
+    p = kind.add_parser("cleanup", help="give back engines of killed runs; delete old dra-harness-* clusters")
     p.add_argument("--older-than", type=nonempty, default="6h", help="e.g. 30m, 6h, 2d (default 6h)")
     p.add_argument("--kind-bin", type=nonempty, help="kind binary (default: $DRA_HARNESS_KIND or PATH)")
     p.add_argument("--dry-run", action="store_true", help="only list them")
     p.set_defaults(func=cmd_kind_cleanup)
+    p = kind.add_parser("images", help="build the local kind node image of a minor (no registry)")
+    p.add_argument("-k", "--k8s-version", type=nonempty, help="minor (default: versions.toml default_minor)")
+    p.set_defaults(func=cmd_kind_images)
 
 
 def _scan_parser(sub: Subparsers) -> None:

@@ -3,7 +3,6 @@ leftover cleanup, and the deploy files kept in step with the project."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -146,6 +145,7 @@ def test_provider_without_docker_engine_refuses_before_running_kind(
         kind_bin=_fake(tmp_path, "kind"),
         kubectl_bin=_fake(tmp_path, "kubectl"),
         runner=runner,
+        start_engine=False,
     )
     with pytest.raises(HarnessError) as err:
         p.start()
@@ -224,6 +224,9 @@ def test_dockerfile_pins_are_the_projects() -> None:
     in_image = dict(re.findall(r"^\s+([a-z0-9-]+)==(\S+)", dockerfile, re.MULTILINE))
     assert set(in_image) == {"grpcio", "protobuf", "kubernetes", "pyyaml"}
     assert {k: pins[k] for k in in_image} == in_image
+    from harness.kindimage.driver import driver_pins  # the image built without a registry
+
+    assert driver_pins() == sorted(f"{k}=={v}" for k, v in in_image.items())
 
 
 def test_deployed_fleet_has_the_kind_pools() -> None:
@@ -246,18 +249,36 @@ def test_nightly_runs_every_cell_on_kind_and_always_uploads_reports() -> None:
     assert steps["reports"]["with"]["path"] == "reports/out"
 
 
-def test_real_kind_cluster_for_the_default_cell(tmp_path: Path) -> None:
-    problem = docker_problem()
-    if problem is not None:
-        pytest.skip(problem)
-    try:
-        find_binary("kind", None, "DRA_HARNESS_KIND", "")
-    except HarnessError as err:
-        pytest.skip(str(err))
-    p = KindProvider(run_dir=tmp_path, name=f"dra-harness-test-{os.getpid()}")
-    try:
-        cell = p.start().cell()
-        assert (cell.provider, cell.minor) == ("kind", MATRIX.default_minor)
-        assert cell.kubernetes.startswith(f"v{MATRIX.default_minor}.")
-    finally:
-        p.stop()
+def test_config_for_a_local_node_image_brings_its_own_pod_network_and_accepts_cgroup_v1() -> None:
+    from harness.clusters.kind_config import KUBELET_CGROUP_V1_PATCH
+    from harness.kindimage.node import local_node_image
+
+    minor = MATRIX.minor(MATRIX.default_minor)
+    image = local_node_image(minor)
+    config = render_kind_config(minor, minor.profile("defaults"), local_image=image)
+    assert image == f"dra-harness.local/kind-node:{minor.kubernetes}"
+    assert {n["image"] for n in config["nodes"]} == {image}
+    assert config["networking"] == {"disableDefaultCNI": True}
+    assert yaml.safe_load(config["kubeadmConfigPatches"][0]) == {
+        "kind": "KubeletConfiguration",
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "failCgroupV1": False,
+    }
+    timeouts = {
+        yaml.safe_load(p)["kind"]: yaml.safe_load(p)["timeouts"] for p in config["kubeadmConfigPatches"][1:]
+    }
+    assert timeouts["InitConfiguration"]["controlPlaneComponentHealthCheck"] == "10m0s"
+    assert timeouts["JoinConfiguration"]["tlsBootstrap"] == "10m0s"
+    assert KUBELET_CGROUP_V1_PATCH in config["kubeadmConfigPatches"]
+    assert config_problems(config, minor, None) == []
+
+
+def test_pod_network_config_is_a_bridge_on_the_nodes_own_pod_cidr() -> None:
+    import json
+
+    from harness.clusters.kind_net import conflist
+
+    config = json.loads(conflist("10.244.1.0/24"))
+    assert [p["type"] for p in config["plugins"]] == ["bridge", "portmap"]
+    assert config["plugins"][0]["ipam"]["ranges"] == [[{"subnet": "10.244.1.0/24"}]]
+    assert (config["plugins"][0]["isGateway"], config["plugins"][0]["ipMasq"]) == (True, True)

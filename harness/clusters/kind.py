@@ -6,9 +6,14 @@ a missing one stops the run with one line saying how to get it. The config is ge
 versions.toml (``kind_config.render_kind_config``) and checked before kind runs. The cluster is
 deleted on stop() unless kept (``--keep-cluster``); a kept cluster of the same name is reused.
 
-Leftovers (clusters of killed runs) are removed by age::
+Leftovers of killed runs: the harness's own engines (and everything in them) are given back
+at once, clusters on the machine's Docker by age::
 
     dra-harness kind cleanup --older-than 6h [--dry-run]
+    python -m harness.clusters.kind cleanup [--older-than 6h] [--dry-run]
+
+Where no Docker daemon answers, start() starts the harness's own engine
+(harness.clusters.engine) and stop() stops it; ``start_engine=False`` refuses instead.
 
 With ``$DRA_HARNESS_DRIVER_IMAGE`` set, start() also loads that image into the nodes and
 deploys the fake driver (deploy/manifests) with it.
@@ -27,7 +32,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from harness.clusters import hoststate
 from harness.clusters.base import Cell
+from harness.clusters.engine import Engine, docker
 from harness.clusters.existing import ExistingCluster
 from harness.clusters.kind_config import (
     CLUSTER_PREFIX,
@@ -38,9 +45,11 @@ from harness.clusters.kind_config import (
     render_kind_config,
     to_yaml,
 )
+from harness.clusters.kind_net import wire_pod_network
 from harness.controlplane.build import binary_path
 from harness.controlplane.gates import KnownGate, enabled_gates, known_gates
 from harness.errors import HarnessError
+from harness.kindimage.node import built_inputs, local_node_image
 from harness.versions import REPO_ROOT, GateProfile, Matrix, Minor, load_matrix
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
@@ -121,6 +130,7 @@ class KindProvider:
         driver_image: str | None = None,
         matrix: Matrix | None = None,
         runner: Runner = run_command,
+        start_engine: bool = True,
     ) -> None:
         self.matrix = matrix or load_matrix()
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
@@ -133,6 +143,10 @@ class KindProvider:
         self.name = name or cluster_name(self.minor, self.profile)
         self.driver_image = driver_image or os.environ.get("DRA_HARNESS_DRIVER_IMAGE") or None
         self.runner = runner
+        self.start_engine = start_engine
+        self.engine: Engine | None = None  # ours, where no Docker answered
+        self._docker_host = os.environ.get("DOCKER_HOST")
+        self.local_image: str | None = None  # a node image built here (on our engine: no registry)
         self._kind: Any = None  # pytest_kind.KindCluster once started
         self._cell: Cell | None = None
 
@@ -146,7 +160,7 @@ class KindProvider:
 
     def config(self) -> dict[str, Any]:
         """The cell's kind config, refused with one line if it names what the minor lacks."""
-        config = render_kind_config(self.minor, self.profile, self.pools)
+        config = render_kind_config(self.minor, self.profile, self.pools, local_image=self.local_image)
         problems = config_problems(config, self.minor, built_gates(self.minor))
         if problems:
             raise HarnessError(
@@ -158,7 +172,7 @@ class KindProvider:
         kind = find_binary("kind", self.kind_bin, "DRA_HARNESS_KIND", kind_hint(self.matrix))
         kubectl = find_binary("kubectl", self.kubectl_bin, "DRA_HARNESS_KUBECTL", KUBECTL_HINT)
         problem = docker_problem(self.runner)
-        if problem:
+        if problem and not self.start_engine:
             raise HarnessError(f"the kind provider needs a Docker engine: {problem}")
         version = kind_version(kind, self.runner)
         if version != self.matrix.kind_version and not os.environ.get("DRA_HARNESS_KIND_ANY_VERSION"):
@@ -166,6 +180,16 @@ class KindProvider:
                 f"kind {version} is not {self.matrix.kind_version}, the release versions.toml's node images "
                 "were built for; install that one or set DRA_HARNESS_KIND_ANY_VERSION=1"
             )
+        try:
+            if problem:
+                self._start_engine()
+            self._create(kind, kubectl)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _create(self, kind: Path, kubectl: Path) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(to_yaml(self.config()))
         clusters = self.runner([str(kind), "get", "clusters"])
@@ -185,7 +209,7 @@ class KindProvider:
             self._kind = KindCluster(
                 self.name,
                 kubeconfig=self.kubeconfig,
-                image=self.minor.kind_image,
+                image=self.local_image or self.minor.kind_image,
                 kind_path=kind,
                 kubectl_path=kubectl,
             )
@@ -197,6 +221,8 @@ class KindProvider:
                 ) from None
         finally:
             os.chdir(cwd)
+        if self.local_image:
+            wire_pod_network(self.kubeconfig)
         if self.driver_image:
             self.deploy_driver(self.driver_image, kubectl)
         server = ExistingCluster(self.kubeconfig).start().cell()
@@ -208,7 +234,31 @@ class KindProvider:
             kubernetes=server.kubernetes,
             gates=gates,
         )
-        return self
+
+    def _start_engine(self) -> None:
+        """Our engine; kind, docker and kubectl children reach it through $DOCKER_HOST."""
+        self.engine = Engine()
+        self.engine.start()
+        os.environ.update(self.engine.env())
+        ref = local_node_image(self.minor)
+        present = docker("image", "inspect", DRIVER_IMAGE, host=self.engine.host).returncode == 0
+        if built_inputs(self.engine, ref) is None or not present:
+            raise HarnessError(
+                f"the kind node image of {self.minor.kubernetes} is not built: "
+                f"make kind-images K8S={self.minor.name}"
+            )
+        self.local_image = ref
+        self.driver_image = self.driver_image or DRIVER_IMAGE  # loaded by kind images
+
+    def _stop_engine(self) -> None:
+        if self.engine is None:
+            return
+        self.engine.stop()
+        self.engine = None
+        if self._docker_host is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = self._docker_host
 
     def deploy_driver(self, image: str, kubectl: Path) -> None:
         """kind load the driver image and apply deploy/manifests with it; wait for the rollout."""
@@ -230,10 +280,10 @@ class KindProvider:
             raise HarnessError(f"{' '.join(cmd[:3])} ... failed: {_last_line(out.stderr or out.stdout)}")
 
     def stop(self) -> None:
-        if self._kind is None or self.keep:
-            return
-        self._kind.delete()
+        if self._kind is not None and not (self.keep and self.engine is None):
+            self._kind.delete()  # a kept cluster cannot outlive our engine
         self._kind = None
+        self._stop_engine()
 
     def cell(self) -> Cell:
         assert self._cell is not None, "call start() first"
@@ -297,3 +347,44 @@ def cleanup(
             if out.returncode != 0:
                 raise HarnessError(f"kind delete cluster --name {name} failed: {_last_line(out.stderr)}")
     return [name for name, _ in old]
+
+
+def cleanup_leftovers(older_than: str, kind_bin: str | None = None, dry_run: bool = False) -> list[str]:
+    """What `kind cleanup` did, a line each: engines (host slots) of killed runs given back, then
+    the harness's clusters older than the age on the machine's Docker."""
+    age = parse_age(older_than)
+    lines = []
+    if not dry_run:
+        reaped = hoststate.reap_stale()
+        lines += [f"gave back host slot {s.tag} of a killed run (engine or real nodes)" for s in reaped]
+    problem = docker_problem()
+    if problem is not None:
+        return [*lines, f"no kind clusters to delete: {problem}"]
+    kind = find_binary("kind", kind_bin, "DRA_HARNESS_KIND", kind_hint(load_matrix()))
+    names = cleanup(age, kind=kind, dry_run=dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    lines += [f"{verb} {name}" for name in names]
+    return lines or [f"no {CLUSTER_PREFIX}* kind cluster is older than {older_than}"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m harness.clusters.kind")
+    sub = parser.add_subparsers(dest="action", required=True)
+    p = sub.add_parser("cleanup", help="give back engines of killed runs; delete old dra-harness-* clusters")
+    p.add_argument("--older-than", default="6h", help="e.g. 30m, 6h, 2d (default 6h)")
+    p.add_argument("--kind-bin", help="kind binary (default: $DRA_HARNESS_KIND or PATH)")
+    p.add_argument("--dry-run", action="store_true", help="only list them")
+    args = parser.parse_args(argv)
+    try:
+        for line in cleanup_leftovers(args.older_than, args.kind_bin, args.dry_run):
+            print(line)
+    except HarnessError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

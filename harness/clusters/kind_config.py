@@ -36,6 +36,29 @@ CELL_LABEL = "dra-harness.io/cell"  # "1.37-dra-all" -> "1.37_dra-all" (label-va
 DEVICE_PLUGIN_LABEL = "dra-harness.io/device-plugin"
 CDI_PATCH = '[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true'
 
+# The kubelet refuses a cgroup v1 host unless told (KubeletConfiguration failCgroupV1, 1.31+).
+KUBELET_CGROUP_V1_PATCH = (
+    "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nfailCgroupV1: false\n"
+)
+
+# A node of a local image imports its images when containerd starts, which on a busy 2-core
+# host outlasts kubeadm's default waits (kubeadm.k8s.io/v1beta4 Timeouts).
+KUBEADM_TIMEOUT_PATCHES = [
+    f"kind: {kind}\napiVersion: kubeadm.k8s.io/v1beta4\ntimeouts:\n{body}"
+    for kind, body in (
+        (
+            "InitConfiguration",
+            "  controlPlaneComponentHealthCheck: 10m0s\n  kubeletHealthCheck: 10m0s\n"
+            "  kubernetesAPICall: 5m0s\n",
+        ),
+        (
+            "JoinConfiguration",
+            "  discovery: 10m0s\n  tlsBootstrap: 10m0s\n  kubeletHealthCheck: 10m0s\n"
+            "  kubernetesAPICall: 5m0s\n",
+        ),
+    )
+]
+
 _IMAGE = re.compile(r"^(?P<repo>[a-z0-9./_-]+):(?P<tag>v\d+\.\d+\.\d+[0-9A-Za-z.-]*)(@sha256:[0-9a-f]{64})?$")
 
 
@@ -64,28 +87,32 @@ def render_kind_config(
     pools: Sequence[KindPool] = DEFAULT_POOLS,
     *,
     created: int | None = None,
+    local_image: str | None = None,
 ) -> dict[str, Any]:
+    """``local_image``: a node image built here (harness.kindimage): it has no kindnetd (the
+    harness wires pod networking itself, harness.clusters.kind_net) and the kubelet must accept
+    a cgroup v1 host."""
     owned = {
         MANAGED_LABEL: MANAGED_VALUE,
         CREATED_LABEL: str(int(time.time()) if created is None else created),
         CELL_LABEL: f"{minor.name}_{profile.name}",
     }
-    nodes: list[dict[str, Any]] = [
-        {"role": "control-plane", "image": minor.kind_image, "labels": dict(owned)}
-    ]
+    image = local_image or minor.kind_image
+    nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": image, "labels": dict(owned)}]
     for pool in pools:
         labels = {**owned, POOL_LABEL: pool.name}
         if pool.device_plugin:
             labels[DEVICE_PLUGIN_LABEL] = "true"
-        nodes.extend(
-            {"role": "worker", "image": minor.kind_image, "labels": dict(labels)} for _ in range(pool.workers)
-        )
+        nodes.extend({"role": "worker", "image": image, "labels": dict(labels)} for _ in range(pool.workers))
     config: dict[str, Any] = {"kind": "Cluster", "apiVersion": KIND_API_VERSION}
     if profile.gates:
         config["featureGates"] = dict(sorted(profile.gates.items()))
     if profile.runtime_config:
         config["runtimeConfig"] = dict(sorted(profile.runtime_config.items()))
     config["containerdConfigPatches"] = [CDI_PATCH]
+    if local_image:
+        config["networking"] = {"disableDefaultCNI": True}
+        config["kubeadmConfigPatches"] = [KUBELET_CGROUP_V1_PATCH, *KUBEADM_TIMEOUT_PATCHES]
     config["nodes"] = nodes
     return config
 

@@ -12,7 +12,7 @@ import io
 import json
 import subprocess
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -48,8 +48,11 @@ def _layer(files: dict[str, bytes], links: dict[str, str], dirs: Iterable[str]) 
     return buf.getvalue()
 
 
-def write_image(out: Path, ref: str, layer: bytes, entrypoint: list[str], cmd: list[str]) -> Path:
-    """One-layer linux/amd64 image `ref` as a docker-archive at `out` (replaced atomically)."""
+def write_image(
+    out: Path, ref: str, layer: bytes, entrypoint: list[str], cmd: list[str], *, also: Sequence[str] = ()
+) -> Path:
+    """One-layer linux/amd64 image `ref` (and the tags `also`) as a docker-archive at `out`
+    (replaced atomically)."""
     diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
     config = {
         "architecture": "amd64",
@@ -61,7 +64,7 @@ def write_image(out: Path, ref: str, layer: bytes, entrypoint: list[str], cmd: l
     }
     config_bytes = json.dumps(config, sort_keys=True).encode()
     config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
-    manifest = [{"Config": config_name, "RepoTags": [ref], "Layers": ["layer.tar"]}]
+    manifest = [{"Config": config_name, "RepoTags": [ref, *also], "Layers": ["layer.tar"]}]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     with tarfile.open(tmp, mode="w", format=tarfile.PAX_FORMAT) as tar:
