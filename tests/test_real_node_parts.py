@@ -65,3 +65,21 @@ def test_a_pool_of_a_minor_whose_kubelet_is_not_built_is_one_line() -> None:
         f"`dra-harness controlplane build -k {minor.name} --nodes` (or `make nodeparts K8S={minor.name}`)"
     )
     assert cluster.components == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "prefix", "owned"),
+    [
+        ("drah1x", "drah1", True),
+        ("drah1n2", "drah1", True),
+        ("drah1k", "drah1", True),
+        ("drah10x", "drah1", False),
+        ("drah1n10", "drah1n1", False),
+        ("drah1n1", "drah1n1", True),
+        ("drah10x", "drah", True),
+        ("eth0", "drah", False),
+    ],
+)
+def test_a_slot_owns_only_its_own_links(name: str, prefix: str, owned: bool) -> None:
+    # Releasing slot 1 must not delete slot 10's links (nor node 1's bridge node 10's).
+    assert hoststate._under(name, prefix) is owned

@@ -185,7 +185,15 @@ def remove_cgroup(path: str) -> None:
 def links(prefix: str) -> list[str]:
     text = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=False).stdout
     names = [m.group(1) for m in re.finditer(r"^\d+: ([^:@]+)", text, re.MULTILINE)]
-    return [n for n in names if n.startswith(prefix)]
+    return [n for n in names if _under(n, prefix)]
+
+
+def _under(name: str, prefix: str) -> bool:
+    """drah1 owns drah1x and drah1n2, not drah10x: a prefix ending in a digit needs a boundary."""
+    if not name.startswith(prefix):
+        return False
+    rest = name[len(prefix) :]
+    return not (rest and prefix[-1:].isdigit() and rest[0].isdigit())
 
 
 def delete_links(prefix: str) -> None:
