@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from fake_driver.fleet import fleet_from_dict
+from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.profiles import get_profile
 from fake_driver.publisher import Publisher
 from harness import builders as b
@@ -68,34 +68,17 @@ class BenchFleet:
             describe=f"{len(names)} bench nodes Ready",
         )
         self._await_registered_events(names)
-        fleet = fleet_from_dict(
-            {
-                "pools": [
-                    {
-                        "name": POOL,
-                        "nodes": names,
-                        "profile": PROFILE,
-                        "gpus": GPUS_PER_NODE,
-                        "personality": PERSONALITY,
-                    }
-                ]
-            }
-        )
-        Publisher(self.kube.api_client, fleet, self.cluster.minor.name, dry_run_first=False).publish_all()
-        self.kube.create(b.device_class(DRIVER, selectors=[f'device.driver == "{DRIVER}"'], api=self.api))
+        Publisher(
+            self.kube.api_client, bench_fleet(names), self.cluster.minor.name, dry_run_first=False
+        ).publish_all()
+        self.kube.create(device_class(self.api))
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         wait_for(
             lambda: self.kube.get("v1", "ServiceAccount", "default", NAMESPACE),
             timeout=60,
             describe="default ServiceAccount of the bench namespace",
         )
-        product = get_profile(PROFILE).product_name  # the hardware fact lives in the profile
-        selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
-        self.kube.create(
-            b.claim_template(
-                "gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])], api=self.api
-            )
-        )
+        self.kube.create(claim_template(self.api))
 
     def _await_registered_events(self, names: list[str]) -> None:
         """The node lifecycle controller posts one RegisteredNode event a node: 500 writes
@@ -138,6 +121,34 @@ class BenchFleet:
             )
             events[DEVICE_CLASS_EVENT] = 1
         return events
+
+
+def bench_fleet(names: list[str]) -> Fleet:
+    """The fake driver's fleet: every node N x the profile's GPUs under one personality."""
+    pool = {
+        "name": POOL,
+        "nodes": names,
+        "profile": PROFILE,
+        "gpus": GPUS_PER_NODE,
+        "personality": PERSONALITY,
+    }
+    return fleet_from_dict({"pools": [pool]})
+
+
+def device_class(api: str, bridged: bool = False) -> Obj:
+    """The class all modes share; bridged mode maps nvidia.com/gpu to it."""
+    return b.device_class(
+        DRIVER,
+        selectors=[f'device.driver == "{DRIVER}"'],
+        extended_resource_name=GPU if bridged else None,
+        api=api,
+    )
+
+
+def claim_template(api: str) -> Obj:
+    product = get_profile(PROFILE).product_name  # the hardware fact lives in the profile
+    selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
+    return b.claim_template("gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])], api=api)
 
 
 def pod(mode: str, name: str) -> Obj:

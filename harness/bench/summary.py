@@ -56,6 +56,7 @@ class RepResult:
     objects_created: dict[str, float] = field(default_factory=dict)
     windows: list[float] = field(default_factory=list)  # pods/s in each second of the repetition
     batches: int = 1
+    load_avg_1m: float = 0.0  # the machine's 1-minute load average when the repetition started
 
 
 KEYS = (
@@ -81,6 +82,7 @@ KEYS = (
     "failed_attempts",
     "harness_cpu_s",
     "steal_s",
+    "load_avg_1m",
 )
 RATIO_KEYS = (
     "avg_pods_per_s",

@@ -4,6 +4,7 @@ batches of a repetition measured between two snapshots, and the cleanup between 
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from harness import builders as b
@@ -37,8 +38,9 @@ MIN_WINDOW_SECONDS = 10.0
 
 
 class Bench:
-    def __init__(self, cluster: LocalCluster, kube: Kube, nodes: int, pods: int):
+    def __init__(self, cluster: LocalCluster, kube: Kube, nodes: int, pods: int, *, concurrent: bool = False):
         self.cluster, self.kube, self.pods = cluster, kube, pods
+        self.concurrent = concurrent
         self.fleet = BenchFleet(kube, cluster, nodes)
         self.scrape = Scraper(cluster)
         self._next_pod = 0
@@ -141,7 +143,10 @@ class Bench:
     def _create_paused(self, mode: str) -> int:
         """All pods arrive before the scheduler sees one, as scheduler_perf's fast Go clients
         make them arrive: on 2 shared cores, creating them while it schedules would measure
-        how fast this process creates pods, and how much the two overlap, not the scheduler."""
+        how fast this process creates pods, and how much the two overlap, not the scheduler.
+        `concurrent` measures just that, as scheduler_perf does: creation while it schedules."""
+        if self.concurrent:
+            return self._create(mode)
         self.cluster.pause_component("kube-scheduler")
         try:
             return self._create(mode)
@@ -153,9 +158,11 @@ class Bench:
         scrape, pods = self.scrape, self.pods
         before = Snapshot.before(scrape)
         target = bound(before.scheduler) + pods
+        load = os.getloadavg()[0]  # the machine is shared: every figure says how busy it was
         creating = time.monotonic()
         throttled = self._create_paused(mode)
-        started = time.monotonic()
+        # Created while it schedules, the pods' time counts from the first one created.
+        started = creating if self.concurrent else time.monotonic()
 
         def pace(samples: SampleLog) -> float:
             near = max(1.0, 0.01 * pods)
@@ -190,6 +197,7 @@ class Bench:
             peak_pending_pods=max((v["pending"] for _, v in sampler.samples), default=0.0),
             throttled_requests=throttled,
             windows=[round(w, 1) for w in windows],
+            load_avg_1m=round(load, 2),
             **before.delta(after, pods, done - creating),
         )
         want = pods if mode in CLAIM_MODES else 0
