@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from fake_driver.cliargs import nonempty, nonempty_csv, positive_int
+from harness.errors import HarnessError
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -13,6 +14,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench.scale import prepare, run
 
     modes = tuple(args.modes) if args.modes else None
+    if args.profile and modes and args.profile not in modes:
+        raise HarnessError(f"--profile {args.profile}: that mode is not among --modes {','.join(modes)}")
     plan = prepare(
         args.k8s_version, args.nodes, args.pods, args.reps, modes, args.out, args.max_batches, args.reference
     )
@@ -27,6 +30,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             max_batches=plan.max_batches,
             reference=args.reference,
             concurrent=args.concurrent,
+            profile=args.profile,
         )
         print(format_summary(summary))
         print(f"written to {out}")
@@ -57,5 +61,10 @@ def add_bench_parser(sub: Any) -> None:
         "--concurrent",
         action="store_true",
         help="create the pods while the scheduler runs, as scheduler_perf does (default: scheduler paused)",
+    )
+    bn.add_argument(
+        "--profile",
+        choices=("plain", "legacy", "bridged", "claims"),
+        help="the scheduler's CPU profile during MODE's first repetition, summarised to its top functions",
     )
     bn.set_defaults(func=cmd_bench)

@@ -41,6 +41,10 @@ class ModeSummary(TypedDict, total=False):
     ratio_to_legacy: dict[str, float | None]
     ratio_cv_percent_to_legacy: dict[str, float | None]
     best_ratio_to_legacy: float | None
+    # the scheduler's own histograms, medians over the repetitions (harness.bench.snapshot)
+    extension_point_ms: dict[str, float]
+    extension_point_s_per_pod: dict[str, float]
+    dra_plugin_ms: dict[str, float]
 
 
 class ScaleSummary(TypedDict, total=False):
@@ -60,6 +64,7 @@ class ScaleSummary(TypedDict, total=False):
     modes: dict[str, ModeSummary]
     # upstream's scheduler_perf on the same workload (bench --reference): harness.bench.reference
     reference: dict[str, Any]
+    cpu_profile: dict[str, Any]  # the scheduler's top functions in one mode (bench --profile)
 
 
 def write_scale(path: Path, summary: ScaleSummary) -> None:

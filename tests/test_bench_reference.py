@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 
 from harness.bench.modes import DRIVER, GPU, NAMESPACE
+from harness.bench.profile import parse_pprof_top
 from harness.bench.refconfig import render
 from harness.bench.reference import RefResult, parse_data_items, summarize_reference
+from harness.bench.snapshot import plugin_costs
+from harness.bench.summary import median_dict
 from harness.errors import HarnessError
 
 MODES = ("plain", "legacy", "bridged", "claims")
@@ -26,6 +29,7 @@ def test_config_has_one_test_case_per_mode_with_the_bench_fleet() -> None:
         "DRAHarness_plain",
     ]
     bridged = cases["DRAHarness_bridged"]
+    assert all(c["featureGates"] == {"DynamicResourceAllocation": True} for c in cases.values())
     assert bridged["workloads"] == [{"name": "100nodes_200pods", "params": {"nodes": 100, "pods": 200}}]
     assert [op["opcode"] for op in bridged["workloadTemplate"]] == [
         "createNodes",
@@ -144,3 +148,66 @@ def test_ratios_within_twenty_percent_agree_without_explanation() -> None:
     out = summarize_reference(results, {"claims": {"ratio_to_legacy": {"avg_pods_per_s": 0.17}}})
     assert (out["claims"]["ratio_of_ratios"], out["claims"]["agrees"]) == (1.133, True)
     assert "why" not in out["claims"]
+
+
+PPROF_TOP = """\
+File: k8slocal
+Type: cpu
+Time: 2026-12-04 01:40:00 UTC
+Duration: 20s, Total samples = 12.50s (62.50%)
+Showing nodes accounting for 6.20s, 49.60% of 12.50s total
+Dropped 512 nodes (cum <= 0.06s)
+Showing top 3 nodes out of 901
+      flat  flat%   sum%        cum   cum%
+     2.10s 16.80% 16.80%      2.40s 19.20%  runtime.mallocgc
+    1500ms 12.00% 28.80%     9.80s 78.40%  structured/internal/incubating.(*Allocator).Allocate
+     0.05s  0.40% 29.20%   1.2mins 100%  runtime.goexit
+"""
+
+
+def test_pprof_top_rows_in_seconds_whatever_the_unit() -> None:
+    top = parse_pprof_top(PPROF_TOP)
+    assert top["total_samples_s"] == 12.5
+    assert [r["function"] for r in top["rows"]] == [
+        "runtime.mallocgc",
+        "structured/internal/incubating.(*Allocator).Allocate",
+        "runtime.goexit",
+    ]
+    assert top["rows"][1] == {
+        "function": "structured/internal/incubating.(*Allocator).Allocate",
+        "flat_s": 1.5,
+        "flat_percent": 12.0,
+        "cum_s": 9.8,
+        "cum_percent": 78.4,
+    }
+    assert top["rows"][2]["cum_s"] == 72.0
+
+
+def _hist(name: str, s: float, n: float, **labels: str) -> list[tuple[str, dict[str, str], float]]:
+    return [(f"{name}_sum", labels, s), (f"{name}_count", labels, n)]
+
+
+def test_plugin_costs_are_the_histograms_between_two_scrapes() -> None:
+    ep, pl = (
+        "scheduler_framework_extension_point_duration_seconds",
+        "scheduler_plugin_execution_duration_seconds",
+    )
+    before = [
+        *_hist(ep, 1.0, 100, extension_point="Filter", profile="default-scheduler", status="Success"),
+        *_hist(pl, 0.1, 10, extension_point="Filter", plugin="DynamicResources", status="Success"),
+    ]
+    after = [
+        *_hist(ep, 5.0, 300, extension_point="Filter", profile="default-scheduler", status="Success"),
+        *_hist(ep, 0.2, 0, extension_point="Bind", profile="default-scheduler", status="Success"),
+        *_hist(pl, 0.5, 30, extension_point="Filter", plugin="DynamicResources", status="Success"),
+        *_hist(pl, 9.0, 30, extension_point="Filter", plugin="NodeResourcesFit", status="Success"),
+    ]
+    assert plugin_costs(before, after, 200) == {
+        "extension_point_ms": {"Filter": 20.0},
+        "extension_point_s_per_pod": {"Filter": 0.02},
+        "dra_plugin_ms": {"Filter": 20.0},
+    }
+
+
+def test_median_dict_takes_each_key_over_the_dicts_that_have_it() -> None:
+    assert median_dict([{"a": 1.0, "b": 5.0}, {"a": 3.0}, {"a": 2.0, "b": 7.0}]) == {"a": 2.0, "b": 6.0}

@@ -115,6 +115,10 @@ def render(modes: tuple[str, ...], nodes: int, pods: int, minor: str, api: str) 
         cases.append(
             {
                 "name": names[mode],
+                # Named, not left to its default: the framework starts the resourceclaim
+                # controller (claims from templates) and serves resource.k8s.io only when a
+                # test case enables this gate (scheduler_perf util.go mustSetupCluster).
+                "featureGates": {"DynamicResourceAllocation": True},
                 "workloadTemplate": ops,
                 "workloads": [{"name": workload, "params": {"nodes": nodes, "pods": pods}}],
             }

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from fake_driver.fleet import MAX_NODES_PER_FLEET
 from harness.bench.modes import MODES
+from harness.bench.profile import summarize_profile
 from harness.bench.refconfig import render
 from harness.bench.reference import Reference, RefResult, summarize_reference
 from harness.bench.summary import RepResult, summarize
@@ -154,12 +155,11 @@ def run(
     max_batches: int = MAX_BATCHES,
     reference: bool = False,
     concurrent: bool = False,
+    profile: str | None = None,
 ) -> ScaleSummary:
     validate(nodes, pods, reps, modes, max_batches)
     started = time.monotonic()
-    results: list[RepResult] = []
     ref = _reference(minor, nodes, pods, modes, out) if reference else None
-    ref_results: list[RefResult] = []
     with LocalCluster(
         minor,
         "dra-all",
@@ -167,32 +167,16 @@ def run(
     ) as cluster:
         kube = Kube.from_kubeconfig(cluster.kubeconfig)
         bench = Bench(cluster, kube, nodes, pods, concurrent=concurrent)
+        bench.profile_mode = profile
+        bench.profile_dest = (out or cache_root() / "runs" / f"scale-{minor}.json").with_suffix(".pprof")
         try:
             bench.fleet.setup()
             bench.warm_up()
             cluster.compact_etcd()  # the first repetition starts from the state all others do
             setup_seconds = time.monotonic() - started
             progress(f"bench setup: {nodes} nodes x 8 GPUs, caches warmed up, in {setup_seconds:.0f}s")
-            plan = schedule(tuple(sorted(modes, key=RUN_ORDER.index)), reps)
-            for i, (round_, mode) in enumerate(plan):
-                r = bench.rep(mode, round_, max_batches)
-                if i < len(plan) - 1:  # the last repetition's objects go with the cluster
-                    cleared = time.monotonic()
-                    r.cleanup_cpu_s = round(bench.clear(), 2)
-                    r.cleanup_seconds = round(time.monotonic() - cleared, 1)
-                results.append(r)
-                progress(
-                    f"bench round {round_ + 1}/{reps} {mode:<7}: {r.avg_pods_per_s:6.1f} pods/s "
-                    f"({r.batches} x {pods} pods in {r.seconds:.1f}s, cleanup {r.cleanup_seconds:.1f}s, "
-                    f"steal {r.steal_percent:.1f} %, load {r.load_avg_1m:.1f})"
-                )
-                if ref is not None:  # upstream's run of the same mode right after ours
-                    u = ref.run(mode, round_)
-                    ref_results.append(u)
-                    progress(
-                        f"  scheduler_perf {mode:<7}: {u.avg_pods_per_s:6.1f} pods/s ({pods} pods in "
-                        f"{u.seconds:.1f}s, whole test {u.wall_seconds:.0f}s, load {u.load_avg_1m:.1f})"
-                    )
+            order = schedule(tuple(sorted(modes, key=RUN_ORDER.index)), reps)
+            results, ref_results = _rounds(bench, ref, order, max_batches, progress)
             git_version = kube.git_version()
         finally:
             bench.scrape.close()
@@ -212,13 +196,48 @@ def run(
         "wall_seconds": round(time.monotonic() - started, 1),
     }
     summary = summarize(meta, results)
-    if ref_results:
+    if bench.profile is not None and profile is not None:
+        summary["cpu_profile"] = summarize_profile(profile, bench.profile)
+    if ref is not None:
         summary["reference"] = {
             "harness": "k8s.io/kubernetes test/integration/scheduler_perf",
-            "workdir": str(ref.workdir) if ref else "",
+            "workdir": str(ref.workdir),
             "modes": summarize_reference(ref_results, dict(summary["modes"]), summary["pods_created"]),
             "reps": [asdict(u) for u in ref_results],
         }
     if out is not None:
         write_scale(out, summary)
     return summary
+
+
+def _rounds(
+    bench: Bench,
+    ref: Reference | None,
+    order: list[tuple[int, str]],
+    max_batches: int,
+    progress: Callable[[str], None],
+) -> tuple[list[RepResult], list[RefResult]]:
+    """Every (round, mode) of ours, each followed by scheduler_perf's run of the same mode."""
+    results: list[RepResult] = []
+    ref_results: list[RefResult] = []
+    reps, pods = max(r for r, _ in order) + 1, bench.pods
+    for i, (round_, mode) in enumerate(order):
+        r = bench.rep(mode, round_, max_batches)
+        if i < len(order) - 1:  # the last repetition's objects go with the cluster
+            cleared = time.monotonic()
+            r.cleanup_cpu_s = round(bench.clear(), 2)
+            r.cleanup_seconds = round(time.monotonic() - cleared, 1)
+        results.append(r)
+        progress(
+            f"bench round {round_ + 1}/{reps} {mode:<7}: {r.avg_pods_per_s:6.1f} pods/s "
+            f"({r.batches} x {pods} pods in {r.seconds:.1f}s, cleanup {r.cleanup_seconds:.1f}s, "
+            f"steal {r.steal_percent:.1f} %, load {r.load_avg_1m:.1f})"
+        )
+        if ref is not None:  # upstream's run of the same mode right after ours
+            u = ref.run(mode, round_)
+            ref_results.append(u)
+            progress(
+                f"  scheduler_perf {mode:<7}: {u.avg_pods_per_s:6.1f} pods/s ({pods} pods in "
+                f"{u.seconds:.1f}s, whole test {u.wall_seconds:.0f}s, load {u.load_avg_1m:.1f})"
+            )
+    return results, ref_results

@@ -5,8 +5,10 @@ from __future__ import annotations
 import http.client
 import ssl
 import threading
+from pathlib import Path
 
 from harness.bench.metrics import metric_sum, parse_metrics, process_cpu_seconds
+from harness.bench.profile import ProfileFetch
 from harness.clusters import health
 from harness.clusters.local import LocalCluster
 
@@ -55,6 +57,11 @@ class Scraper:
         if resp.status != 200:
             raise RuntimeError(f"scheduler /metrics: HTTP {resp.status}: {body[:200]}")
         return parse_metrics(body, only)
+
+    def cpu_profile(self, dest: Path) -> ProfileFetch:
+        """The scheduler's CPU profile, fetched in the background (ProfileFetch.start)."""
+        url = f"https://127.0.0.1:{self.cluster.ports.scheduler}/debug/pprof/profile"
+        return ProfileFetch(url, self._ctx, dest)
 
     def close(self) -> None:
         with self._lock:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 from harness import builders as b
 from harness.bench.metrics import (
@@ -19,6 +20,7 @@ from harness.bench.metrics import (
     throughput_windows,
 )
 from harness.bench.modes import BENCH_LABEL, CLAIM_MODES, DRIVER, NAMESPACE, BenchFleet, parallel, pod
+from harness.bench.profile import ProfileFetch
 from harness.bench.scrape import Scraper
 from harness.bench.snapshot import CPU_COMPONENTS, SCHEDULED, Snapshot, bound
 from harness.bench.summary import RepResult, merge_batches
@@ -41,6 +43,10 @@ class Bench:
     def __init__(self, cluster: LocalCluster, kube: Kube, nodes: int, pods: int, *, concurrent: bool = False):
         self.cluster, self.kube, self.pods = cluster, kube, pods
         self.concurrent = concurrent
+        # bench --profile: the scheduler's CPU profile during this mode's first repetition
+        self.profile_mode: str | None = None
+        self.profile_dest = Path("scheduler.pprof")
+        self.profile: ProfileFetch | None = None
         self.fleet = BenchFleet(kube, cluster, nodes)
         self.scrape = Scraper(cluster)
         self._next_pod = 0
@@ -159,6 +165,10 @@ class Bench:
         before = Snapshot.before(scrape)
         target = bound(before.scheduler) + pods
         load = os.getloadavg()[0]  # the machine is shared: every figure says how busy it was
+        if mode == self.profile_mode and self.profile is None:
+            # Asked while the scheduler is paused, it samples from when it resumes.
+            self.profile = scrape.cpu_profile(self.profile_dest)
+            self.profile.start()
         creating = time.monotonic()
         throttled = self._create_paused(mode)
         # Created while it schedules, the pods' time counts from the first one created.
