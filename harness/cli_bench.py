@@ -31,6 +31,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             reference=args.reference,
             concurrent=args.concurrent,
             profile=args.profile,
+            gpus=args.gpus,
         )
         print(format_summary(summary))
         print(f"written to {out}")
@@ -42,7 +43,8 @@ def add_bench_parser(sub: Any) -> None:
     bn.add_argument(
         "-k", "--k8s-version", action="append", type=nonempty_csv, help="minor(s), a,b or repeated"
     )
-    bn.add_argument("--nodes", type=positive_int, default=500, help="simulated nodes, 8 GPUs each (500)")
+    bn.add_argument("--nodes", type=positive_int, default=500, help="simulated nodes (500)")
+    bn.add_argument("--gpus", type=positive_int, default=8, help="GPUs per node (8)")
     bn.add_argument("--pods", type=positive_int, default=2000, help="pods per mode and repetition (2000)")
     bn.add_argument("--reps", type=positive_int, default=3, help="rounds of all modes (default 3)")
     bn.add_argument(

@@ -51,6 +51,7 @@ class ScaleSummary(TypedDict, total=False):
     kubernetes: str
     git_version: str
     nodes: int
+    gpus_per_node: int
     pods: int
     reps: int
     min_window_seconds: float

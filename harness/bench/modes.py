@@ -49,10 +49,10 @@ def parallel(fn: Callable[[Any], object], items: list[Any], workers: int = 32) -
 
 
 class BenchFleet:
-    """N simulated nodes x 8 GPUs, published as DRA devices, switchable between modes."""
+    """N simulated nodes x G GPUs, published as DRA devices, switchable between modes."""
 
-    def __init__(self, kube: Kube, cluster: LocalCluster, nodes: int):
-        self.kube, self.cluster = kube, cluster
+    def __init__(self, kube: Kube, cluster: LocalCluster, nodes: int, gpus: int = GPUS_PER_NODE):
+        self.kube, self.cluster, self.gpus = kube, cluster, gpus
         self.pool = NodePool(POOL, nodes)
         self.api = cluster.minor.resource_api  # versions.toml: the resource.k8s.io version served
         self.legacy_capacity = False
@@ -69,7 +69,7 @@ class BenchFleet:
         )
         self._await_registered_events(names)
         Publisher(
-            self.kube.api_client, bench_fleet(names), self.cluster.minor.name, dry_run_first=False
+            self.kube.api_client, bench_fleet(names, self.gpus), self.cluster.minor.name, dry_run_first=False
         ).publish_all()
         self.kube.create(device_class(self.api))
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
@@ -107,7 +107,7 @@ class BenchFleet:
         events: dict[str, int] = {}
         if self.legacy_capacity != (mode == "legacy"):
             self.legacy_capacity = mode == "legacy"
-            value = str(GPUS_PER_NODE) if self.legacy_capacity else None
+            value = str(self.gpus) if self.legacy_capacity else None
             patch = {"status": {"capacity": {GPU: value}, "allocatable": {GPU: value}}}
             parallel(lambda n: self.kube.patch_status("v1", "Node", n, patch), self.pool.node_names())
             events[NODE_ALLOCATABLE_EVENT] = self.pool.count
@@ -123,13 +123,13 @@ class BenchFleet:
         return events
 
 
-def bench_fleet(names: list[str]) -> Fleet:
+def bench_fleet(names: list[str], gpus: int = GPUS_PER_NODE) -> Fleet:
     """The fake driver's fleet: every node N x the profile's GPUs under one personality."""
     pool = {
         "name": POOL,
         "nodes": names,
         "profile": PROFILE,
-        "gpus": GPUS_PER_NODE,
+        "gpus": gpus,
         "personality": PERSONALITY,
     }
     return fleet_from_dict({"pools": [pool]})

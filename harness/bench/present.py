@@ -8,9 +8,10 @@ from harness.costs import ScaleSummary
 def format_summary(summary: ScaleSummary) -> str:
     """A terminal table of the medians, CVs and ratios to legacy, the best repetition's
     throughput, then the disturbed repetitions."""
+    gpus = summary.get("gpus_per_node", 8)
     head = (
-        f"Kubernetes {summary['git_version']}: {summary['nodes']} nodes x 8 GPUs, {summary['pods']} pods, "
-        f"{summary['reps']} rounds, {summary['wall_seconds']:.0f}s"
+        f"Kubernetes {summary['git_version']}: {summary['nodes']} nodes x {gpus} GPUs, "
+        f"{summary['pods']} pods, {summary['reps']} rounds, {summary['wall_seconds']:.0f}s"
     )
     cols = f"{'mode':<8} {'pods/s':>7} {'CV%':>5} {'xlegacy':>8} {'CV%':>5} {'best':>7} {'xlegacy':>8} "
     cols += f"{'p50':>6} {'p99':>6} "

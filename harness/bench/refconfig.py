@@ -19,6 +19,7 @@ from fake_driver.apilimits import parse_minor
 from fake_driver.slices import render_node
 from harness.bench.modes import (
     GPU,
+    GPUS_PER_NODE,
     NAMESPACE,
     POOL,
     bench_fleet,
@@ -50,8 +51,8 @@ def _dump(obj: object) -> str:
     return json.dumps(obj, indent=1, sort_keys=True) + "\n"
 
 
-def _node(legacy: bool) -> Obj:
-    pool = NodePool(POOL, 1, extended_resources={GPU: "8"} if legacy else {})
+def _node(legacy: bool, gpus: int) -> Obj:
+    pool = NodePool(POOL, 1, extended_resources={GPU: str(gpus)} if legacy else {})
     node = node_manifest(pool, f"{POOL}-{INDEX}")
     node["metadata"]["labels"]["kubernetes.io/hostname"] = f"{POOL}-{INDEX}"
     # kwok reports the node Ready in the benchmark; scheduler_perf's nodes say so themselves.
@@ -60,9 +61,9 @@ def _node(legacy: bool) -> Obj:
     return node
 
 
-def _slices(minor: str) -> list[str]:
+def _slices(minor: str, gpus: int) -> list[str]:
     """One template per slice of a node, with the node's name made `bench-{{.Index}}`."""
-    spec = bench_fleet([_SENTINEL]).node(_SENTINEL)
+    spec = bench_fleet([_SENTINEL], gpus).node(_SENTINEL)
     rendered = render_node(spec, parse_minor(minor))
     return [_dump(s).replace(_SENTINEL, f"{POOL}-{INDEX}") for s in rendered.slices]
 
@@ -77,13 +78,15 @@ def _unnamed(obj: Obj, generate: str | None = None) -> Obj:
     return out
 
 
-def render(modes: tuple[str, ...], nodes: int, pods: int, minor: str, api: str) -> RefConfig:
+def render(
+    modes: tuple[str, ...], nodes: int, pods: int, minor: str, api: str, gpus: int = GPUS_PER_NODE
+) -> RefConfig:
     """The performance-config and its templates for `modes` on `nodes` nodes, `pods` pods."""
     workload = f"{nodes}nodes_{pods}pods"
-    slices = _slices(minor)
+    slices = _slices(minor, gpus)
     files = {
-        "node.yaml": _dump(_node(legacy=False)),
-        "node-legacy.yaml": _dump(_node(legacy=True)),
+        "node.yaml": _dump(_node(legacy=False, gpus=gpus)),
+        "node-legacy.yaml": _dump(_node(legacy=True, gpus=gpus)),
         "deviceclass.yaml": _dump(device_class(api)),
         "deviceclass-bridged.yaml": _dump(device_class(api, bridged=True)),
         "claimtemplate.yaml": _dump(_unnamed(claim_template(api))),

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fake_driver.fleet import MAX_NODES_PER_FLEET
-from harness.bench.modes import MODES
+from harness.bench.modes import GPUS_PER_NODE, MODES
 from harness.bench.profile import summarize_profile
 from harness.bench.refconfig import render
 from harness.bench.reference import Reference, RefResult, summarize_reference
@@ -129,14 +129,16 @@ def prepare(
     return plan
 
 
-def _reference(minor: str, nodes: int, pods: int, modes: tuple[str, ...], out: Path | None) -> Reference:
+def _reference(
+    minor: str, nodes: int, pods: int, modes: tuple[str, ...], out: Path | None, gpus: int
+) -> Reference:
     """scheduler_perf's binary (built in prepare) and the config generated for this fleet."""
     m = load_matrix().minor(minor)
     workdir = (out.parent / f"{out.stem}-reference") if out else cache_root() / "runs" / f"reference-{minor}"
     ref = Reference(
         binary=ensure_schedperf(m),
         path_dir=etcd_wrapper(m, ensure_controlplane(m)),
-        config=render(modes, nodes, pods, minor, m.resource_api),
+        config=render(modes, nodes, pods, minor, m.resource_api, gpus),
         workdir=workdir,
         pods=pods,
     )
@@ -156,17 +158,18 @@ def run(
     reference: bool = False,
     concurrent: bool = False,
     profile: str | None = None,
+    gpus: int = GPUS_PER_NODE,
 ) -> ScaleSummary:
     validate(nodes, pods, reps, modes, max_batches)
     started = time.monotonic()
-    ref = _reference(minor, nodes, pods, modes, out) if reference else None
+    ref = _reference(minor, nodes, pods, modes, out, gpus) if reference else None
     with LocalCluster(
         minor,
         "dra-all",
         tuning=Tuning(client_qps=CLIENT_QPS, simulate_pods=False, component_flags=CLUSTER_FLAGS),
     ) as cluster:
         kube = Kube.from_kubeconfig(cluster.kubeconfig)
-        bench = Bench(cluster, kube, nodes, pods, concurrent=concurrent)
+        bench = Bench(cluster, kube, nodes, pods, concurrent=concurrent, gpus=gpus)
         bench.profile_mode = profile
         bench.profile_dest = (out or cache_root() / "runs" / f"scale-{minor}.json").with_suffix(".pprof")
         try:
@@ -174,7 +177,7 @@ def run(
             bench.warm_up()
             cluster.compact_etcd()  # the first repetition starts from the state all others do
             setup_seconds = time.monotonic() - started
-            progress(f"bench setup: {nodes} nodes x 8 GPUs, caches warmed up, in {setup_seconds:.0f}s")
+            progress(f"bench setup: {nodes} nodes x {gpus} GPUs, caches warmed up, in {setup_seconds:.0f}s")
             order = schedule(tuple(sorted(modes, key=RUN_ORDER.index)), reps)
             results, ref_results = _rounds(bench, ref, order, max_batches, progress)
             git_version = kube.git_version()
@@ -185,6 +188,7 @@ def run(
         "kubernetes": minor,
         "git_version": git_version,
         "nodes": nodes,
+        "gpus_per_node": gpus,
         "pods": pods,
         "reps": reps,
         "min_window_seconds": MIN_WINDOW_SECONDS,

@@ -40,14 +40,23 @@ MIN_WINDOW_SECONDS = 10.0
 
 
 class Bench:
-    def __init__(self, cluster: LocalCluster, kube: Kube, nodes: int, pods: int, *, concurrent: bool = False):
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        kube: Kube,
+        nodes: int,
+        pods: int,
+        *,
+        concurrent: bool = False,
+        gpus: int = 8,
+    ):
         self.cluster, self.kube, self.pods = cluster, kube, pods
         self.concurrent = concurrent
         # bench --profile: the scheduler's CPU profile during this mode's first repetition
         self.profile_mode: str | None = None
         self.profile_dest = Path("scheduler.pprof")
         self.profile: ProfileFetch | None = None
-        self.fleet = BenchFleet(kube, cluster, nodes)
+        self.fleet = BenchFleet(kube, cluster, nodes, gpus)
         self.scrape = Scraper(cluster)
         self._next_pod = 0
 
