@@ -28,7 +28,7 @@ from typing import TypeAlias
 
 from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_int
 from fake_driver.errors import end_quietly_on_broken_pipe
-from harness.cli_bench import add_bench_parser
+from harness.cli_bench import add_bench_curve_parser, add_bench_parser
 from harness.cli_qualify import add_qualify_parser
 from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
@@ -233,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     _scan_parser(sub)
     _run_parsers(sub)
     add_bench_parser(sub)
+    add_bench_curve_parser(sub)
     return parser
 
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from fake_driver.cliargs import nonempty, nonempty_csv, positive_int
+from harness.bench.present import format_summary
+from harness.costs import DEFAULT_BENCH_DIR
 from harness.errors import HarnessError
+from harness.outputs import check_output
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.bench.present import format_summary
     from harness.bench.scale import prepare, run
 
     modes = tuple(args.modes) if args.modes else None
@@ -70,3 +73,55 @@ def add_bench_parser(sub: Any) -> None:
         help="the scheduler's CPU profile during MODE's first repetition, summarised to its top functions",
     )
     bn.set_defaults(func=cmd_bench)
+
+
+def cmd_bench_curve(args: argparse.Namespace) -> int:
+    from harness.bench.curve import run_curve, write_curve
+    from harness.bench.scale import prepare, run
+
+    if len(args.k8s_version or []) > 1:
+        raise HarnessError("bench-curve runs one minor; give one -k")
+    modes = tuple(args.modes) if args.modes else None
+    plan = prepare(args.k8s_version, max(args.nodes), args.pods, args.reps, modes, None, args.max_batches)
+    minor = next(iter(plan.outs))
+    out = Path(args.out) if args.out else DEFAULT_BENCH_DIR / f"curve-{minor}.json"
+    check_output(out, "--out")
+
+    def bench(nodes: int, gpus: int) -> Any:
+        summary = run(
+            minor, nodes, args.pods, args.reps, plan.modes, None, max_batches=plan.max_batches, gpus=gpus
+        )
+        print(format_summary(summary))
+        return summary
+
+    def save(points: list[dict[str, Any]], seconds: float) -> None:
+        write_curve(out, minor, points, seconds)
+
+    run_curve(args.nodes, args.gpus, bench, save)
+    print(f"written to {out} and {out.with_suffix('.svg')}")
+    return 0
+
+
+def add_bench_curve_parser(sub: Any) -> None:
+    bc = sub.add_parser(
+        "bench-curve",
+        help="cost curves: the scale benchmark over fleet sizes and GPUs per node, one cluster a point",
+    )
+    bc.add_argument("-k", "--k8s-version", action="append", type=nonempty_csv, help="one minor")
+    bc.add_argument(
+        "--nodes",
+        type=positive_int_csv,
+        default=[100, 500, 1000, 2000],
+        help="fleet sizes (100,500,1000,2000)",
+    )
+    bc.add_argument("--gpus", type=positive_int_csv, default=[4, 8], help="GPUs per node (4,8)")
+    bc.add_argument("--pods", type=positive_int, default=1000, help="pods per mode and repetition (1000)")
+    bc.add_argument("--reps", type=positive_int, default=1, help="rounds of all modes per point (default 1)")
+    bc.add_argument("--max-batches", type=positive_int, help="as for bench (default 1)")
+    bc.add_argument("--modes", type=nonempty_csv, help="some of plain,legacy,bridged,claims (default: all)")
+    bc.add_argument("--out", type=nonempty, help="JSON file (default: reports/out/bench/curve-<minor>.json)")
+    bc.set_defaults(func=cmd_bench_curve)
+
+
+def positive_int_csv(text: str) -> list[int]:
+    return [positive_int(part) for part in nonempty_csv(text)]
