@@ -52,6 +52,7 @@ class ScaleSummary(TypedDict, total=False):
     git_version: str
     nodes: int
     gpus_per_node: int
+    cpus: int | None  # of the machine: load averages are read against it
     pods: int
     reps: int
     min_window_seconds: float

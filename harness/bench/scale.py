@@ -24,6 +24,7 @@ one repetition wrote and no history piles up from one repetition to the next.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -189,6 +190,7 @@ def run(
         "git_version": git_version,
         "nodes": nodes,
         "gpus_per_node": gpus,
+        "cpus": os.cpu_count(),
         "pods": pods,
         "reps": reps,
         "min_window_seconds": MIN_WINDOW_SECONDS,
