@@ -23,9 +23,9 @@ from harness.controlplane.build import (
     _go_env,
     _stderr,
     _temp_path,
-    build_lock,
     cache_root,
     check_go,
+    ensure_built,
     go_version,
     modfile_path,
 )
@@ -57,19 +57,14 @@ def ensure_schedperf(minor: Minor, progress: Progress = _stderr) -> Path:
         raise HarnessError(f"{mod} is missing; run `python -m harness.controlplane.modfile {minor.name}`")
     check_go(mod, f"scheduler_perf {minor.kubernetes}")
     work = schedperf_dir(minor)
-    binary, stamp = work / "schedperf.test", work / "inputs.sha256"
-    digest = _inputs_hash(minor)
-
-    def built() -> bool:
-        return binary.exists() and stamp.exists() and stamp.read_text() == digest
-
-    if built():
-        return binary
-    with build_lock(binary, f"scheduler_perf {minor.kubernetes}", progress):
-        if not built():  # else another process built it while this one waited
-            _build(minor, work, binary, progress)
-            stamp.write_text(digest)
-    return binary
+    binary = work / "schedperf.test"
+    return ensure_built(
+        binary,
+        _inputs_hash(minor),
+        f"scheduler_perf {minor.kubernetes}",
+        lambda: _build(minor, work, binary, progress),
+        progress,
+    )
 
 
 def _build(minor: Minor, work: Path, binary: Path, progress: Progress) -> None:
