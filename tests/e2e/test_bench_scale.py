@@ -98,3 +98,14 @@ def test_throughput_windows_are_kept_and_pooled(summary: dict[str, Any]) -> None
     assert all(d.split()[0] in MODES for d in summary["disturbed"])
     # The cluster ran without kwok's 10 s lease churn, and the JSON says so.
     assert summary["cluster_flags"]["kwok"] == ["--node-lease-duration-seconds=3600"]
+
+
+def test_the_scheduler_accounts_for_dra_only_where_pods_have_claims(summary: dict[str, Any]) -> None:
+    """The scheduler's own histograms: its DynamicResources Filter runs for pods with claims
+    and is skipped (PreFilter says so) for the others; every pod passed the Filter point."""
+    for mode in ("bridged", "claims"):
+        assert "Filter" in summary["modes"][mode]["dra_plugin_ms"]
+    for mode in ("plain", "legacy"):
+        assert "Filter" not in summary["modes"][mode]["dra_plugin_ms"]
+    for mode in MODES:
+        assert summary["modes"][mode]["extension_point_s_per_pod"]["Filter"] > 0
