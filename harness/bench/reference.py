@@ -131,6 +131,10 @@ class Reference:
             )
             try:
                 rc = proc.wait(timeout=RUN_TIMEOUT + 60)
+            except subprocess.TimeoutExpired:
+                raise HarnessError(
+                    f"scheduler_perf {mode}: not done in {RUN_TIMEOUT + 60}s (log {log})"
+                ) from None
             finally:
                 if proc.poll() is None:  # timeout or Ctrl-C: the test and its etcd go too
                     os.killpg(proc.pid, signal.SIGKILL)
