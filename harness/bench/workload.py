@@ -37,6 +37,7 @@ EARLY_INTERVAL, EARLY_SECONDS = 0.25, 5.0  # a 5 s repetition's 10 % and 90 % ma
 # The shortest a throughput window should be: a shorter repetition adds a batch (up to the
 # run's max_batches).
 MIN_WINDOW_SECONDS = 10.0
+DELETE_COLLECTION_TIMEOUT = 180.0
 
 
 class Bench:
@@ -256,15 +257,20 @@ class Bench:
         cpu0 = sum(self.scrape.cpu_seconds(c) for c in CPU_COMPONENTS)
         now = {"gracePeriodSeconds": 0}
         everything = f"metadata.namespace={NAMESPACE}"
+        # DeleteCollection answers when every object is gone: thousands of them on 2 busy
+        # cores take longer than an ordinary request's bound.
+        bound = DELETE_COLLECTION_TIMEOUT
         self.kube.resource("v1", "Pod").delete(
-            namespace=NAMESPACE, body=now, label_selector=BENCH_LABEL + "=1"
+            namespace=NAMESPACE, body=now, label_selector=BENCH_LABEL + "=1", _request_timeout=bound
         )
         claims = b.resource_api(self.fleet.api)
         self.kube.resource(claims, "ResourceClaim").delete(
-            namespace=NAMESPACE, body=now, field_selector=everything
+            namespace=NAMESPACE, body=now, field_selector=everything, _request_timeout=bound
         )
         self._release_claims(claims)
-        self.kube.resource("v1", "Event").delete(namespace=NAMESPACE, field_selector=everything)
+        self.kube.resource("v1", "Event").delete(
+            namespace=NAMESPACE, field_selector=everything, _request_timeout=bound
+        )
         wait_for(
             lambda: (self._count("v1", "Pod"), self._count(claims, "ResourceClaim")),
             lambda counts: counts == (0, 0),
