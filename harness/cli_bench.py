@@ -79,7 +79,7 @@ def cmd_bench_curve(args: argparse.Namespace) -> int:
     from harness.bench.curve import run_curve, write_curve
     from harness.bench.scale import prepare, run
 
-    if len(args.k8s_version or []) > 1:
+    if len([m for k in args.k8s_version or [] for m in k]) > 1:
         raise HarnessError("bench-curve runs one minor; give one -k")
     modes = tuple(args.modes) if args.modes else None
     plan = prepare(args.k8s_version, max(args.nodes), args.pods, args.reps, modes, None, args.max_batches)
