@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,10 @@ def cmd_bench_curve(args: argparse.Namespace) -> int:
     def save(points: list[dict[str, Any]], seconds: float) -> None:
         write_curve(out, minor, points, seconds)
 
-    run_curve(args.nodes, args.gpus, bench, save)
+    earlier = _earlier_points(out, minor)
+    if earlier:
+        print(f"{out}: keeping its {len(earlier)} points of other fleet sizes and GPU counts")
+    run_curve(args.nodes, args.gpus, bench, save, earlier=earlier)
     print(f"written to {out} and {out.with_suffix('.svg')}")
     return 0
 
@@ -125,3 +129,16 @@ def add_bench_curve_parser(sub: Any) -> None:
 
 def positive_int_csv(text: str) -> list[int]:
     return [positive_int(part) for part in nonempty_csv(text)]
+
+
+def _earlier_points(out: Path, minor: str) -> list[dict[str, Any]]:
+    """The points an earlier curve of the same minor left in `out`: a long curve runs in parts."""
+    if not out.is_file():
+        return []
+    try:
+        doc = json.loads(out.read_text())
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"{out} is not a curve JSON ({e}); give another --out or remove it") from None
+    if not isinstance(doc, dict) or doc.get("kubernetes") != minor:
+        return []
+    return list(doc.get("points") or [])

@@ -6,7 +6,7 @@ import math
 import xml.etree.ElementTree as ET
 from typing import Any, cast
 
-from harness.bench.curve import CURVE_METRICS, curve_doc, fit_power, fits, points_of
+from harness.bench.curve import CURVE_METRICS, curve_doc, fit_power, fits, points_of, run_curve
 from harness.costplot import curve_svg
 from harness.costs import ScaleSummary
 
@@ -77,3 +77,24 @@ def test_svg_has_a_panel_per_metric_and_a_line_per_mode_and_gpus() -> None:
     assert not any(
         math.isnan(float(v)) for line in lines for xy in line.get("points", "").split() for v in xy.split(",")
     )
+
+
+def test_run_curve_replaces_only_the_points_it_measures_again() -> None:
+    earlier = [*points_of(_summary(100, 8, 1.0), 5.0), *points_of(_summary(500, 8, 1.0), 5.0)]
+    saved: list[int] = []
+    points = run_curve(
+        [500],
+        [8],
+        lambda n, g: _summary(n, g, 9.0),
+        lambda p, _: saved.append(len(p)),
+        lambda _: None,
+        earlier,
+    )
+    assert saved == [4]
+    assert [(p["nodes"], p["mode"]) for p in points] == [
+        (100, "legacy"),
+        (100, "bridged"),
+        (500, "legacy"),
+        (500, "bridged"),
+    ]
+    assert points[3]["scheduler_cpu_ms_per_pod"] == 4.5  # the new 500-node run's 9 s over 2,000 pods

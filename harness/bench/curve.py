@@ -116,13 +116,16 @@ def run_curve(
     bench: Callable[[int, int], ScaleSummary],
     save: Callable[[list[dict[str, Any]], float], None],
     progress: Callable[[str], None] = print,
+    earlier: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """Every (nodes, GPUs) point by `bench(nodes, gpus)`, saved after each one."""
-    started, points = time.monotonic(), []
+    """Every (nodes, GPUs) point by `bench(nodes, gpus)`, saved after each one with the
+    `earlier` points of a previous run that this one does not measure again."""
+    started, points = time.monotonic(), list(earlier)
     for g in gpus:
         for n in sizes:
             t0 = time.monotonic()
             summary = bench(n, g)
+            points = [p for p in points if (p["nodes"], p["gpus_per_node"]) != (n, g)]
             points.extend(points_of(summary, time.monotonic() - t0))
             save(points, time.monotonic() - started)
             progress(f"curve point {n} nodes x {g} GPUs: {time.monotonic() - t0:.0f}s")

@@ -64,7 +64,7 @@ class BenchFleet:
         wait_for(
             lambda: sum(1 for n in self.kube.list("v1", "Node") if node_ready(n)),
             lambda ready: ready == len(names),
-            timeout=300,
+            timeout=120 + 0.25 * len(names),  # kwok readies ~10 nodes/s on 2 busy cores
             describe=f"{len(names)} bench nodes Ready",
         )
         self._await_registered_events(names)
