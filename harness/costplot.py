@@ -67,7 +67,7 @@ def curve_svg(doc: dict[str, Any]) -> str:
     """An SVG of every metric in `doc` (a curve-<minor>.json) over the fleet sizes."""
     metrics = list(doc["metrics"])
     rows = math.ceil(len(metrics) / COLUMNS)
-    width, height = COLUMNS * PANEL_W, rows * PANEL_H + 40
+    width, height = COLUMNS * PANEL_W, rows * PANEL_H + 60
     body: list[str] = []
     for i, metric in enumerate(metrics):
         body += _panel(doc, metric, (i % COLUMNS) * PANEL_W, (i // COLUMNS) * PANEL_H)
@@ -79,7 +79,7 @@ def curve_svg(doc: dict[str, Any]) -> str:
         body.append(f'<line x1="{x}" y1="{legend_y}" x2="{x + 20}" y2="{legend_y}" stroke="{color}"/>')
         body.append(f'<text x="{x + 24}" y="{legend_y + 4}" font-size="11">{escape(mode)}</text>')
     body.append(
-        f'<text x="{MARGIN + len(modes) * 110}" y="{legend_y + 4}" font-size="11">'
+        f'<text x="{MARGIN}" y="{legend_y + 24}" font-size="11">'
         f"x: nodes (log); dashed: fewer GPUs per node; Kubernetes {escape(str(doc['kubernetes']))}</text>"
     )
     return (
