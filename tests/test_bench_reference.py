@@ -162,6 +162,7 @@ Showing top 3 nodes out of 901
      2.10s 16.80% 16.80%      2.40s 19.20%  runtime.mallocgc
     1500ms 12.00% 28.80%     9.80s 78.40%  structured/internal/incubating.(*Allocator).Allocate
      0.05s  0.40% 29.20%   1.2mins 100%  runtime.goexit
+         0     0% 29.20%      0.64s  5.12%  scheduler.(*frameworkImpl).RunFilterPlugins
 """
 
 
@@ -172,6 +173,7 @@ def test_pprof_top_rows_in_seconds_whatever_the_unit() -> None:
         "runtime.mallocgc",
         "structured/internal/incubating.(*Allocator).Allocate",
         "runtime.goexit",
+        "scheduler.(*frameworkImpl).RunFilterPlugins",
     ]
     assert top["rows"][1] == {
         "function": "structured/internal/incubating.(*Allocator).Allocate",
@@ -181,6 +183,7 @@ def test_pprof_top_rows_in_seconds_whatever_the_unit() -> None:
         "cum_percent": 78.4,
     }
     assert top["rows"][2]["cum_s"] == 72.0
+    assert (top["rows"][3]["flat_s"], top["rows"][3]["cum_s"]) == (0.0, 0.64)
 
 
 def _hist(name: str, s: float, n: float, **labels: str) -> list[tuple[str, dict[str, str], float]]:

@@ -18,11 +18,14 @@ from harness.errors import HarnessError
 PROFILE_SECONDS = 20  # the endpoint samples this long, starting when the paused scheduler resumes
 TOP = 15
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0, "min": 60.0, "hrs": 3600.0}
-_ROW = re.compile(r"^\s*([\d.]+)(\w+|µs)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)(\w+|µs)\s+([\d.]+)%\s+(.+?)\s*$")
+# flat, flat%, sum%, cum, cum%, function; a zero has no unit ("0     0%")
+_ROW = re.compile(r"^\s*([\d.]+)(\w*|µs)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)(\w*|µs)\s+([\d.]+)%\s+(.+?)\s*$")
 _TOTAL = re.compile(r"Total samples = ([\d.]+)(\w+|µs)")
 
 
 def _seconds(value: str, unit: str) -> float:
+    if not unit and float(value) == 0:
+        return 0.0
     if unit not in _UNITS:
         raise ValueError(f"unknown pprof unit {unit!r}")
     return float(value) * _UNITS[unit]
