@@ -123,11 +123,13 @@ def test_ratio_of_ratios_divides_ours_by_upstreams_and_explains_a_gap() -> None:
         _ref("legacy", 1, 200.0),
         _ref("bridged", 1, 36.0),
     ]
+    results[-1].plugin_ms = {"DynamicResources/PreBind": 1681.1}  # the summary takes the last round's
     ours = {
         "legacy": {"median": {"api_writes_per_pod": 3.0}},
         "bridged": {
             "median": {"api_writes_per_pod": 8.0},
             "ratio_to_legacy": {"avg_pods_per_s": 0.125, "scheduler_cpu_s": 8.6},
+            "dra_plugin_ms": {"PreBind": 3814.2},
         },
     }
     out = summarize_reference(results, ours)
@@ -139,6 +141,7 @@ def test_ratio_of_ratios_divides_ours_by_upstreams_and_explains_a_gap() -> None:
     assert "8.0 API writes here, legacy 3.0" in why
     assert "--concurrent measures that way" in why
     assert "8.6x legacy's CPU" in why
+    assert why.endswith("takes 3814 ms a pod here and 1681 ms under scheduler_perf.")
     assert "ratio_to_legacy" not in out["legacy"]
     assert out["legacy"]["pods_per_s"] == [300.0, 200.0]
 
