@@ -34,7 +34,12 @@ def test_scheduler_perf_runs_each_mode_beside_ours(summary: dict[str, Any]) -> N
     ]
     assert all(r["avg_pods_per_s"] > 0 for r in ref["reps"])
     bridged = ref["modes"]["bridged"]
-    assert "DynamicResources/Filter" in bridged["plugin_ms"]  # the DRA path, under upstream's harness
+    # The DRA path under upstream's harness: PreBind writes the claim and waits (every call is
+    # timed; the plugin's own timings are sampled, too few in 6 pods to assert on).
+    assert (
+        bridged["extension_point_ms"]["PreBind"]
+        > 10 * ref["modes"]["legacy"]["extension_point_ms"]["PreBind"]
+    )
     assert bridged["ours_ratio_to_legacy"] == summary["modes"]["bridged"]["ratio_to_legacy"]["avg_pods_per_s"]
     assert bridged["ratio_of_ratios"] == round(
         bridged["ours_ratio_to_legacy"] / bridged["ratio_to_legacy"], 3
