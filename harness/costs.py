@@ -62,7 +62,7 @@ class ScaleSummary(TypedDict, total=False):
     cluster_flags: dict[str, list[str]]
     wall_seconds: float
     disturbed: list[str]  # repetitions the hypervisor took more than 1 % of the machine in
-    pods_created: str  # "scheduler paused" or "while the scheduler runs"
+    pods_created: str  # "with the scheduler paused" or "while the scheduler runs"
     modes: dict[str, ModeSummary]
     # upstream's scheduler_perf on the same workload (bench --reference): harness.bench.reference
     reference: dict[str, Any]

@@ -41,7 +41,7 @@ RUN: dict[str, Any] = {
     "pods": 2000,
     "reps": 3,
     "cpus": 2,
-    "pods_created": "scheduler paused",
+    "pods_created": "with the scheduler paused",
     "modes": {"legacy": LEGACY, "bridged": BRIDGED},
     "reference": {
         "modes": {

@@ -150,7 +150,7 @@ class Reference:
 
 
 def summarize_reference(
-    results: list[RefResult], ours: dict[str, Any], pods_created: str = "scheduler paused"
+    results: list[RefResult], ours: dict[str, Any], pods_created: str = "with the scheduler paused"
 ) -> dict[str, Any]:
     """Per mode: upstream's median pods/s and its ratio to legacy (within a round), ours
     beside it, and the ratio of ratios (ours / upstream; 1.0 = the harnesses agree)."""
@@ -200,7 +200,7 @@ def why_differ(mode: str, ours: float, upstream: float, modes: dict[str, Any], p
     parts = [
         f"{mode}/legacy is {ours:.3f} here and {upstream:.3f} under scheduler_perf "
         f"({ours / upstream:.2f}x, more than {AGREEMENT:.0%} apart)",
-        f"the benchmark creates its pods with the {pods_created} and times the scheduler from then on, "
+        f"the benchmark creates its pods {pods_created} and times the scheduler from then on, "
         "scheduler_perf creates them with its own workers while it schedules"
         + ("" if "runs" in pods_created else " (--concurrent measures that way)"),
     ]

@@ -195,7 +195,7 @@ def run(
         "reps": reps,
         "min_window_seconds": MIN_WINDOW_SECONDS,
         "max_batches": max_batches,
-        "pods_created": "while the scheduler runs" if concurrent else "scheduler paused",
+        "pods_created": "while the scheduler runs" if concurrent else "with the scheduler paused",
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "setup_seconds": round(setup_seconds, 1),
         "cluster_flags": CLUSTER_FLAGS,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+PAUSED = "with the scheduler paused"  # what older result files, without pods_created, did
 WHAT = {
     "plain": "a CPU-only pod",
     "legacy": "a device-plugin pod (nvidia.com/gpu advertised by the node)",
@@ -31,8 +32,8 @@ def context(data: dict[str, Any]) -> str:
     return (
         f"Kubernetes {data.get('git_version') or data['kubernetes']}, {data.get('nodes')} nodes x "
         f"{data.get('gpus_per_node', 8)} GPUs, {data.get('pods')} pods a repetition, median of "
-        f"{data.get('reps')} rounds, pods created with the "
-        f"{data.get('pods_created', 'scheduler paused')}{load}"
+        f"{data.get('reps')} rounds, pods created "
+        f"{data.get('pods_created', PAUSED)}{load}"
     )
 
 
