@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeAlias
 
-from fake_driver.cliargs import OneLineParser, nonempty, nonempty_csv, nonnegative_int, positive_int
+from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_int
 from fake_driver.errors import end_quietly_on_broken_pipe
+from harness.cli_bench import add_bench_curve_parser, add_bench_parser
 from harness.cli_qualify import add_qualify_parser
 from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
@@ -182,19 +183,6 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.bench.present import format_summary
-    from harness.bench.scale import prepare, run
-
-    modes = tuple(args.modes) if args.modes else None
-    plan = prepare(args.k8s_version, args.nodes, args.pods, args.reps, modes, args.out, args.max_batches)
-    for minor, out in plan.outs.items():
-        summary = run(minor, args.nodes, args.pods, args.reps, plan.modes, out, max_batches=plan.max_batches)
-        print(format_summary(summary))
-        print(f"written to {out}")
-    return 0
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.layout import REPORTS, latest_matrix_run, new_run_id
     from harness.readiness import write_report
@@ -245,7 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     _cluster_parsers(sub)
     _scan_parser(sub)
     _run_parsers(sub)
-    _bench_parser(sub)
+    add_bench_parser(sub)
+    add_bench_curve_parser(sub)
     return parser
 
 
@@ -349,24 +338,6 @@ def _run_parsers(sub: Subparsers) -> None:
     )
     rp.add_argument("--bench", type=nonempty, help="scale benchmark JSON (default: reports/out/bench/scale*)")
     rp.set_defaults(func=cmd_report)
-
-
-def _bench_parser(sub: Subparsers) -> None:
-    bn = sub.add_parser("bench", help="scale benchmark: what DRA costs the scheduler and the API server")
-    bn.add_argument(
-        "-k", "--k8s-version", action="append", type=nonempty_csv, help="minor(s), a,b or repeated"
-    )
-    bn.add_argument("--nodes", type=positive_int, default=500, help="simulated nodes, 8 GPUs each (500)")
-    bn.add_argument("--pods", type=positive_int, default=2000, help="pods per mode and repetition (2000)")
-    bn.add_argument("--reps", type=positive_int, default=3, help="rounds of all modes (default 3)")
-    bn.add_argument(
-        "--max-batches",
-        type=positive_int,
-        help="batches of --pods a repetition may run to last 10 s (default 1; 2: ~+80 s at 500 nodes)",
-    )
-    bn.add_argument("--modes", type=nonempty_csv, help="some of plain,legacy,bridged,claims (default: all)")
-    bn.add_argument("--out", type=nonempty, help="JSON file (default: reports/out/bench/scale-<minor>.json)")
-    bn.set_defaults(func=cmd_bench)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,12 +41,18 @@ class ModeSummary(TypedDict, total=False):
     ratio_to_legacy: dict[str, float | None]
     ratio_cv_percent_to_legacy: dict[str, float | None]
     best_ratio_to_legacy: float | None
+    # the scheduler's own histograms, medians over the repetitions (harness.bench.snapshot)
+    extension_point_ms: dict[str, float]
+    extension_point_s_per_pod: dict[str, float]
+    dra_plugin_ms: dict[str, float]
 
 
 class ScaleSummary(TypedDict, total=False):
     kubernetes: str
     git_version: str
     nodes: int
+    gpus_per_node: int
+    cpus: int | None  # of the machine: load averages are read against it
     pods: int
     reps: int
     min_window_seconds: float
@@ -56,7 +62,11 @@ class ScaleSummary(TypedDict, total=False):
     cluster_flags: dict[str, list[str]]
     wall_seconds: float
     disturbed: list[str]  # repetitions the hypervisor took more than 1 % of the machine in
+    pods_created: str  # "with the scheduler paused" or "while the scheduler runs"
     modes: dict[str, ModeSummary]
+    # upstream's scheduler_perf on the same workload (bench --reference): harness.bench.reference
+    reference: dict[str, Any]
+    cpu_profile: dict[str, Any]  # the scheduler's top functions in one mode (bench --profile)
 
 
 def write_scale(path: Path, summary: ScaleSummary) -> None:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness import cli
+from harness import cli, cli_bench
 from harness.versions import REPO_ROOT
 from harness.waits import wait_for
 from tests.cli import run_cli
@@ -44,6 +44,11 @@ from tests.cli import run_cli
             ("bench", "-k", "1.36,1.37", "--out", "x.json"),
             "dra-harness: --out names one file; give one -k with it",
         ),
+        (
+            ("bench", "--modes", "legacy,bridged", "--profile", "claims"),
+            "dra-harness: --profile claims: that mode is not among --modes legacy,bridged",
+        ),
+        (("bench-curve", "-k", "1.36,1.37"), "dra-harness: bench-curve runs one minor; give one -k"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(args: tuple[str, ...], line: str) -> None:
@@ -58,7 +63,7 @@ def test_a_wait_that_runs_out_is_its_name_and_last_state_not_a_traceback(
         wait_for(lambda: 1080, lambda n: n == 2000, timeout=0, describe="2000 bench nodes registered")
         return 0
 
-    monkeypatch.setattr(cli, "cmd_bench", bench)
+    monkeypatch.setattr(cli_bench, "cmd_bench", bench)
     assert cli.main(["bench"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("dra-harness: timed out after 0s waiting for 2000 bench nodes registered")

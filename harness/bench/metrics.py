@@ -181,3 +181,27 @@ def cv(values: list[float]) -> float:
     if len(values) < 2 or statistics.mean(values) == 0:
         return 0.0
     return 100 * statistics.stdev(values) / statistics.mean(values)
+
+
+def histogram_delta(
+    before: list[tuple[str, dict[str, str], float]],
+    after: list[tuple[str, dict[str, str], float]],
+    name: str,
+    group: str,
+    **match: str,
+) -> dict[str, tuple[float, float]]:
+    """A histogram's (sum, count) between two scrapes, by the value of label `group`,
+    over the samples whose labels include `match`; groups with no new observation are left out."""
+    out: dict[str, tuple[float, float]] = {}
+    keys = {labels[group] for n, labels, _ in after if n == f"{name}_count" and group in labels}
+    for key in sorted(keys):
+        sel = {**match, group: key}
+        count = (metric_sum(after, f"{name}_count", **sel) or 0.0) - (
+            metric_sum(before, f"{name}_count", **sel) or 0.0
+        )
+        total = (metric_sum(after, f"{name}_sum", **sel) or 0.0) - (
+            metric_sum(before, f"{name}_sum", **sel) or 0.0
+        )
+        if count > 0:
+            out[key] = (total, count)
+    return out

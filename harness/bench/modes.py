@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from fake_driver.fleet import fleet_from_dict
+from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.profiles import get_profile
 from fake_driver.publisher import Publisher
 from harness import builders as b
@@ -49,10 +49,10 @@ def parallel(fn: Callable[[Any], object], items: list[Any], workers: int = 32) -
 
 
 class BenchFleet:
-    """N simulated nodes x 8 GPUs, published as DRA devices, switchable between modes."""
+    """N simulated nodes x G GPUs, published as DRA devices, switchable between modes."""
 
-    def __init__(self, kube: Kube, cluster: LocalCluster, nodes: int):
-        self.kube, self.cluster = kube, cluster
+    def __init__(self, kube: Kube, cluster: LocalCluster, nodes: int, gpus: int = GPUS_PER_NODE):
+        self.kube, self.cluster, self.gpus = kube, cluster, gpus
         self.pool = NodePool(POOL, nodes)
         self.api = cluster.minor.resource_api  # versions.toml: the resource.k8s.io version served
         self.legacy_capacity = False
@@ -64,38 +64,21 @@ class BenchFleet:
         wait_for(
             lambda: sum(1 for n in self.kube.list("v1", "Node") if node_ready(n)),
             lambda ready: ready == len(names),
-            timeout=300,
+            timeout=120 + 0.25 * len(names),  # kwok readies ~10 nodes/s on 2 busy cores
             describe=f"{len(names)} bench nodes Ready",
         )
         self._await_registered_events(names)
-        fleet = fleet_from_dict(
-            {
-                "pools": [
-                    {
-                        "name": POOL,
-                        "nodes": names,
-                        "profile": PROFILE,
-                        "gpus": GPUS_PER_NODE,
-                        "personality": PERSONALITY,
-                    }
-                ]
-            }
-        )
-        Publisher(self.kube.api_client, fleet, self.cluster.minor.name, dry_run_first=False).publish_all()
-        self.kube.create(b.device_class(DRIVER, selectors=[f'device.driver == "{DRIVER}"'], api=self.api))
+        Publisher(
+            self.kube.api_client, bench_fleet(names, self.gpus), self.cluster.minor.name, dry_run_first=False
+        ).publish_all()
+        self.kube.create(device_class(self.api))
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         wait_for(
             lambda: self.kube.get("v1", "ServiceAccount", "default", NAMESPACE),
             timeout=60,
             describe="default ServiceAccount of the bench namespace",
         )
-        product = get_profile(PROFILE).product_name  # the hardware fact lives in the profile
-        selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
-        self.kube.create(
-            b.claim_template(
-                "gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])], api=self.api
-            )
-        )
+        self.kube.create(claim_template(self.api))
 
     def _await_registered_events(self, names: list[str]) -> None:
         """The node lifecycle controller posts one RegisteredNode event a node: 500 writes
@@ -124,7 +107,7 @@ class BenchFleet:
         events: dict[str, int] = {}
         if self.legacy_capacity != (mode == "legacy"):
             self.legacy_capacity = mode == "legacy"
-            value = str(GPUS_PER_NODE) if self.legacy_capacity else None
+            value = str(self.gpus) if self.legacy_capacity else None
             patch = {"status": {"capacity": {GPU: value}, "allocatable": {GPU: value}}}
             parallel(lambda n: self.kube.patch_status("v1", "Node", n, patch), self.pool.node_names())
             events[NODE_ALLOCATABLE_EVENT] = self.pool.count
@@ -138,6 +121,34 @@ class BenchFleet:
             )
             events[DEVICE_CLASS_EVENT] = 1
         return events
+
+
+def bench_fleet(names: list[str], gpus: int = GPUS_PER_NODE) -> Fleet:
+    """The fake driver's fleet: every node N x the profile's GPUs under one personality."""
+    pool = {
+        "name": POOL,
+        "nodes": names,
+        "profile": PROFILE,
+        "gpus": gpus,
+        "personality": PERSONALITY,
+    }
+    return fleet_from_dict({"pools": [pool]})
+
+
+def device_class(api: str, bridged: bool = False) -> Obj:
+    """The class all modes share; bridged mode maps nvidia.com/gpu to it."""
+    return b.device_class(
+        DRIVER,
+        selectors=[f'device.driver == "{DRIVER}"'],
+        extended_resource_name=GPU if bridged else None,
+        api=api,
+    )
+
+
+def claim_template(api: str) -> Obj:
+    product = get_profile(PROFILE).product_name  # the hardware fact lives in the profile
+    selector = f'device.attributes["{DRIVER}"].productName == "{product}"'
+    return b.claim_template("gpu", NAMESPACE, [b.exact_request("gpu", DRIVER, selectors=[selector])], api=api)
 
 
 def pod(mode: str, name: str) -> Obj:

@@ -8,9 +8,10 @@ from harness.costs import ScaleSummary
 def format_summary(summary: ScaleSummary) -> str:
     """A terminal table of the medians, CVs and ratios to legacy, the best repetition's
     throughput, then the disturbed repetitions."""
+    gpus = summary.get("gpus_per_node", 8)
     head = (
-        f"Kubernetes {summary['git_version']}: {summary['nodes']} nodes x 8 GPUs, {summary['pods']} pods, "
-        f"{summary['reps']} rounds, {summary['wall_seconds']:.0f}s"
+        f"Kubernetes {summary['git_version']}: {summary['nodes']} nodes x {gpus} GPUs, "
+        f"{summary['pods']} pods, {summary['reps']} rounds, {summary['wall_seconds']:.0f}s"
     )
     cols = f"{'mode':<8} {'pods/s':>7} {'CV%':>5} {'xlegacy':>8} {'CV%':>5} {'best':>7} {'xlegacy':>8} "
     cols += f"{'p50':>6} {'p99':>6} "
@@ -33,5 +34,20 @@ def format_summary(summary: ScaleSummary) -> str:
             f"{med['etcd_growth_bytes'] / 1e6:8.1f} "
             f"{med['client_throttle_s'] + med['throttled_requests']:9.1f}"
         )
+    lines += _reference_lines(summary)
     lines += [f"disturbed: {d}" for d in summary.get("disturbed", [])]
     return "\n".join(lines)
+
+
+def _reference_lines(summary: ScaleSummary) -> list[str]:
+    """Upstream's scheduler_perf beside ours: pods/s, ratio to legacy, the ratio of ratios."""
+    ref = (summary.get("reference") or {}).get("modes") or {}
+    if not ref:
+        return []
+    lines = [f"{'scheduler_perf':<16} {'pods/s':>7} {'xlegacy':>8} {'ours':>7} {'ours/up':>8}"]
+    for mode, e in ref.items():
+        ratio, ours, ror = e.get("ratio_to_legacy"), e.get("ours_ratio_to_legacy"), e.get("ratio_of_ratios")
+        cells = [format(v, ".3f") if v is not None else "-" for v in (ratio, ours, ror)]
+        lines.append(f"{mode:<16} {e['median_pods_per_s']:7.1f} {cells[0]:>8} {cells[1]:>7} {cells[2]:>8}")
+    lines += [f"why {mode}: {e['why']}" for mode, e in ref.items() if e.get("why")]
+    return lines

@@ -24,18 +24,23 @@ one repetition wrote and no history piles up from one repetition to the next.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fake_driver.fleet import MAX_NODES_PER_FLEET
-from harness.bench.modes import MODES
+from harness.bench.modes import GPUS_PER_NODE, MODES
+from harness.bench.profile import summarize_profile
+from harness.bench.refconfig import render
+from harness.bench.reference import Reference, RefResult, summarize_reference
 from harness.bench.summary import RepResult, summarize
 from harness.bench.workload import MIN_WINDOW_SECONDS, Bench
 from harness.clusters.components import Tuning
 from harness.clusters.local import LocalCluster
-from harness.controlplane.build import ensure_controlplane, ensure_kwok
+from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
+from harness.controlplane.schedperf import ensure_schedperf, etcd_wrapper
 from harness.costs import DEFAULT_BENCH_DIR, ScaleSummary, write_scale
 from harness.errors import HarnessError
 from harness.kube import Kube
@@ -101,6 +106,7 @@ def prepare(
     modes: tuple[str, ...] | None,
     out: str | None,
     max_batches: int | None,
+    reference: bool = False,
 ) -> Plan:
     """Everything a benchmark run can refuse, refused before it starts (unknown minors and
     modes, an --out for several minors, an unwritable output), then the builds it needs."""
@@ -118,8 +124,27 @@ def prepare(
         check_output(path, "--out")
     for minor in minors:
         ensure_controlplane(minor)
+        if reference:
+            ensure_schedperf(minor)
     ensure_kwok(matrix)
     return plan
+
+
+def _reference(
+    minor: str, nodes: int, pods: int, modes: tuple[str, ...], out: Path | None, gpus: int
+) -> Reference:
+    """scheduler_perf's binary (built in prepare) and the config generated for this fleet."""
+    m = load_matrix().minor(minor)
+    workdir = (out.parent / f"{out.stem}-reference") if out else cache_root() / "runs" / f"reference-{minor}"
+    ref = Reference(
+        binary=ensure_schedperf(m),
+        path_dir=etcd_wrapper(m, ensure_controlplane(m)),
+        config=render(modes, nodes, pods, minor, m.resource_api, gpus),
+        workdir=workdir,
+        pods=pods,
+    )
+    ref.write()
+    return ref
 
 
 def run(
@@ -131,36 +156,31 @@ def run(
     out: Path | None,
     progress: Callable[[str], None] = print,
     max_batches: int = MAX_BATCHES,
+    reference: bool = False,
+    concurrent: bool = False,
+    profile: str | None = None,
+    gpus: int = GPUS_PER_NODE,
 ) -> ScaleSummary:
     validate(nodes, pods, reps, modes, max_batches)
     started = time.monotonic()
-    results: list[RepResult] = []
+    ref = _reference(minor, nodes, pods, modes, out, gpus) if reference else None
     with LocalCluster(
         minor,
         "dra-all",
         tuning=Tuning(client_qps=CLIENT_QPS, simulate_pods=False, component_flags=CLUSTER_FLAGS),
     ) as cluster:
         kube = Kube.from_kubeconfig(cluster.kubeconfig)
-        bench = Bench(cluster, kube, nodes, pods)
+        bench = Bench(cluster, kube, nodes, pods, concurrent=concurrent, gpus=gpus)
+        bench.profile_mode = profile
+        bench.profile_dest = (out or cache_root() / "runs" / f"scale-{minor}.json").with_suffix(".pprof")
         try:
             bench.fleet.setup()
             bench.warm_up()
             cluster.compact_etcd()  # the first repetition starts from the state all others do
             setup_seconds = time.monotonic() - started
-            progress(f"bench setup: {nodes} nodes x 8 GPUs, caches warmed up, in {setup_seconds:.0f}s")
-            plan = schedule(tuple(sorted(modes, key=RUN_ORDER.index)), reps)
-            for i, (round_, mode) in enumerate(plan):
-                r = bench.rep(mode, round_, max_batches)
-                if i < len(plan) - 1:  # the last repetition's objects go with the cluster
-                    cleared = time.monotonic()
-                    r.cleanup_cpu_s = round(bench.clear(), 2)
-                    r.cleanup_seconds = round(time.monotonic() - cleared, 1)
-                results.append(r)
-                progress(
-                    f"bench round {round_ + 1}/{reps} {mode:<7}: {r.avg_pods_per_s:6.1f} pods/s "
-                    f"({r.batches} x {pods} pods in {r.seconds:.1f}s, "
-                    f"cleanup {r.cleanup_seconds:.1f}s, steal {r.steal_percent:.1f} %)"
-                )
+            progress(f"bench setup: {nodes} nodes x {gpus} GPUs, caches warmed up, in {setup_seconds:.0f}s")
+            order = schedule(tuple(sorted(modes, key=RUN_ORDER.index)), reps)
+            results, ref_results = _rounds(bench, ref, order, max_batches, progress)
             git_version = kube.git_version()
         finally:
             bench.scrape.close()
@@ -169,16 +189,61 @@ def run(
         "kubernetes": minor,
         "git_version": git_version,
         "nodes": nodes,
+        "gpus_per_node": gpus,
+        "cpus": os.cpu_count(),
         "pods": pods,
         "reps": reps,
         "min_window_seconds": MIN_WINDOW_SECONDS,
         "max_batches": max_batches,
+        "pods_created": "while the scheduler runs" if concurrent else "with the scheduler paused",
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "setup_seconds": round(setup_seconds, 1),
         "cluster_flags": CLUSTER_FLAGS,
         "wall_seconds": round(time.monotonic() - started, 1),
     }
     summary = summarize(meta, results)
+    if bench.profile is not None and profile is not None:
+        summary["cpu_profile"] = summarize_profile(profile, bench.profile)
+    if ref is not None:
+        summary["reference"] = {
+            "harness": "k8s.io/kubernetes test/integration/scheduler_perf",
+            "workdir": str(ref.workdir),
+            "modes": summarize_reference(ref_results, dict(summary["modes"]), summary["pods_created"]),
+            "reps": [asdict(u) for u in ref_results],
+        }
     if out is not None:
         write_scale(out, summary)
     return summary
+
+
+def _rounds(
+    bench: Bench,
+    ref: Reference | None,
+    order: list[tuple[int, str]],
+    max_batches: int,
+    progress: Callable[[str], None],
+) -> tuple[list[RepResult], list[RefResult]]:
+    """Every (round, mode) of ours, each followed by scheduler_perf's run of the same mode."""
+    results: list[RepResult] = []
+    ref_results: list[RefResult] = []
+    reps, pods = max(r for r, _ in order) + 1, bench.pods
+    for i, (round_, mode) in enumerate(order):
+        r = bench.rep(mode, round_, max_batches)
+        if i < len(order) - 1:  # the last repetition's objects go with the cluster
+            cleared = time.monotonic()
+            r.cleanup_cpu_s = round(bench.clear(), 2)
+            r.cleanup_seconds = round(time.monotonic() - cleared, 1)
+        results.append(r)
+        progress(
+            f"bench round {round_ + 1}/{reps} {mode:<7}: {r.avg_pods_per_s:6.1f} pods/s "
+            f"({r.batches} x {pods} pods in {r.seconds:.1f}s, cleanup {r.cleanup_seconds:.1f}s, "
+            f"steal {r.steal_percent:.1f} %, load {r.load_avg_1m:.1f})"
+        )
+        if ref is not None:  # upstream's run of the same mode right after ours
+            u = ref.run(mode, round_)
+            ref_results.append(u)
+            progress(
+                f"  scheduler_perf {mode:<7}: {u.avg_pods_per_s:6.1f} pods/s ({pods} pods in "
+                f"{u.seconds:.1f}s, whole test {u.wall_seconds:.0f}s, load {u.load_avg_1m:.1f})"
+            )
+    return results, ref_results

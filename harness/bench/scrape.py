@@ -5,8 +5,10 @@ from __future__ import annotations
 import http.client
 import ssl
 import threading
+from pathlib import Path
 
 from harness.bench.metrics import metric_sum, parse_metrics, process_cpu_seconds
+from harness.bench.profile import ProfileFetch
 from harness.clusters import health
 from harness.clusters.local import LocalCluster
 
@@ -40,21 +42,34 @@ class Scraper:
         times a second would otherwise spend most of its CPU on TLS handshakes, on the same
         two cores as the scheduler it measures."""
         with self._lock:
-            if self._conn is None:
-                self._conn = http.client.HTTPSConnection(
-                    "127.0.0.1", self.cluster.ports.scheduler, timeout=5, context=self._ctx
-                )
-            try:
-                self._conn.request("GET", "/metrics")
-                resp = self._conn.getresponse()
-                body = resp.read().decode("utf-8", "replace")
-            except (OSError, http.client.HTTPException):
-                self._conn.close()
-                self._conn = None
-                raise
+            for attempt in (1, 2):
+                if self._conn is None:
+                    self._conn = http.client.HTTPSConnection(
+                        "127.0.0.1", self.cluster.ports.scheduler, timeout=5, context=self._ctx
+                    )
+                try:
+                    self._conn.request("GET", "/metrics")
+                    resp = self._conn.getresponse()
+                    body = resp.read().decode("utf-8", "replace")
+                    break
+                except (OSError, http.client.HTTPException) as e:
+                    self._conn.close()
+                    self._conn = None
+                    # The scheduler closes a connection idle past its keep-alive (a minute of
+                    # scheduler_perf between two repetitions): one fresh one, then the error.
+                    stale = isinstance(
+                        e, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+                    )
+                    if attempt == 2 or not stale:
+                        raise
         if resp.status != 200:
             raise RuntimeError(f"scheduler /metrics: HTTP {resp.status}: {body[:200]}")
         return parse_metrics(body, only)
+
+    def cpu_profile(self, dest: Path) -> ProfileFetch:
+        """The scheduler's CPU profile, fetched in the background (ProfileFetch.start)."""
+        url = f"https://127.0.0.1:{self.cluster.ports.scheduler}/debug/pprof/profile"
+        return ProfileFetch(url, self._ctx, dest)
 
     def close(self) -> None:
         with self._lock:

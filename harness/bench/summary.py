@@ -56,6 +56,11 @@ class RepResult:
     objects_created: dict[str, float] = field(default_factory=dict)
     windows: list[float] = field(default_factory=list)  # pods/s in each second of the repetition
     batches: int = 1
+    load_avg_1m: float = 0.0  # the machine's 1-minute load average when the repetition started
+    # The scheduler's own histograms (snapshot.plugin_costs), of the first batch
+    extension_point_ms: dict[str, float] = field(default_factory=dict)
+    extension_point_s_per_pod: dict[str, float] = field(default_factory=dict)
+    dra_plugin_ms: dict[str, float] = field(default_factory=dict)
 
 
 KEYS = (
@@ -81,6 +86,7 @@ KEYS = (
     "failed_attempts",
     "harness_cpu_s",
     "steal_s",
+    "load_avg_1m",
 )
 RATIO_KEYS = (
     "avg_pods_per_s",
@@ -146,6 +152,15 @@ def merge_batches(batches: list[RepResult]) -> RepResult:
     )
 
 
+SCHEDULER_KEYS = ("extension_point_ms", "extension_point_s_per_pod", "dra_plugin_ms")
+
+
+def median_dict(dicts: list[dict[str, float]]) -> dict[str, float]:
+    """Per key, the median over the dicts that have it."""
+    keys = dict.fromkeys(k for d in dicts for k in d)
+    return {k: round(statistics.median(d[k] for d in dicts if k in d), 6) for k in keys}
+
+
 def _ratio(value: float, base: float) -> float | None:
     return value / base if base else None
 
@@ -182,6 +197,7 @@ def summarize(meta: dict[str, Any], results: list[RepResult]) -> ScaleSummary:
             },
             "cv_percent": {k: round(cv([float(getattr(r, k)) for r in reps]), 1) for k in KEYS},
             "best_pods_per_s": best[mode],
+            **{k: median_dict([getattr(r, k) for r in reps]) for k in SCHEDULER_KEYS},
             "reps": [asdict(r) for r in reps],
         }
         for base in ("plain", "legacy"):

@@ -4,7 +4,9 @@ batches of a repetition measured between two snapshots, and the cleanup between 
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 
 from harness import builders as b
 from harness.bench.metrics import (
@@ -18,6 +20,7 @@ from harness.bench.metrics import (
     throughput_windows,
 )
 from harness.bench.modes import BENCH_LABEL, CLAIM_MODES, DRIVER, NAMESPACE, BenchFleet, parallel, pod
+from harness.bench.profile import ProfileFetch
 from harness.bench.scrape import Scraper
 from harness.bench.snapshot import CPU_COMPONENTS, SCHEDULED, Snapshot, bound
 from harness.bench.summary import RepResult, merge_batches
@@ -34,12 +37,27 @@ EARLY_INTERVAL, EARLY_SECONDS = 0.25, 5.0  # a 5 s repetition's 10 % and 90 % ma
 # The shortest a throughput window should be: a shorter repetition adds a batch (up to the
 # run's max_batches).
 MIN_WINDOW_SECONDS = 10.0
+DELETE_COLLECTION_TIMEOUT = 180.0
 
 
 class Bench:
-    def __init__(self, cluster: LocalCluster, kube: Kube, nodes: int, pods: int):
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        kube: Kube,
+        nodes: int,
+        pods: int,
+        *,
+        concurrent: bool = False,
+        gpus: int = 8,
+    ):
         self.cluster, self.kube, self.pods = cluster, kube, pods
-        self.fleet = BenchFleet(kube, cluster, nodes)
+        self.concurrent = concurrent
+        # bench --profile: the scheduler's CPU profile during this mode's first repetition
+        self.profile_mode: str | None = None
+        self.profile_dest = Path("scheduler.pprof")
+        self.profile: ProfileFetch | None = None
+        self.fleet = BenchFleet(kube, cluster, nodes, gpus)
         self.scrape = Scraper(cluster)
         self._next_pod = 0
 
@@ -141,7 +159,10 @@ class Bench:
     def _create_paused(self, mode: str) -> int:
         """All pods arrive before the scheduler sees one, as scheduler_perf's fast Go clients
         make them arrive: on 2 shared cores, creating them while it schedules would measure
-        how fast this process creates pods, and how much the two overlap, not the scheduler."""
+        how fast this process creates pods, and how much the two overlap, not the scheduler.
+        `concurrent` measures just that, as scheduler_perf does: creation while it schedules."""
+        if self.concurrent:
+            return self._create(mode)
         self.cluster.pause_component("kube-scheduler")
         try:
             return self._create(mode)
@@ -153,9 +174,15 @@ class Bench:
         scrape, pods = self.scrape, self.pods
         before = Snapshot.before(scrape)
         target = bound(before.scheduler) + pods
+        load = os.getloadavg()[0]  # the machine is shared: every figure says how busy it was
+        if mode == self.profile_mode and self.profile is None:
+            # Asked while the scheduler is paused, it samples from when it resumes.
+            self.profile = scrape.cpu_profile(self.profile_dest)
+            self.profile.start()
         creating = time.monotonic()
         throttled = self._create_paused(mode)
-        started = time.monotonic()
+        # Created while it schedules, the pods' time counts from the first one created.
+        started = creating if self.concurrent else time.monotonic()
 
         def pace(samples: SampleLog) -> float:
             near = max(1.0, 0.01 * pods)
@@ -190,6 +217,7 @@ class Bench:
             peak_pending_pods=max((v["pending"] for _, v in sampler.samples), default=0.0),
             throttled_requests=throttled,
             windows=[round(w, 1) for w in windows],
+            load_avg_1m=round(load, 2),
             **before.delta(after, pods, done - creating),
         )
         want = pods if mode in CLAIM_MODES else 0
@@ -229,15 +257,20 @@ class Bench:
         cpu0 = sum(self.scrape.cpu_seconds(c) for c in CPU_COMPONENTS)
         now = {"gracePeriodSeconds": 0}
         everything = f"metadata.namespace={NAMESPACE}"
+        # DeleteCollection answers when every object is gone: thousands of them on 2 busy
+        # cores take longer than an ordinary request's bound.
+        bound = DELETE_COLLECTION_TIMEOUT
         self.kube.resource("v1", "Pod").delete(
-            namespace=NAMESPACE, body=now, label_selector=BENCH_LABEL + "=1"
+            namespace=NAMESPACE, body=now, label_selector=BENCH_LABEL + "=1", _request_timeout=bound
         )
         claims = b.resource_api(self.fleet.api)
         self.kube.resource(claims, "ResourceClaim").delete(
-            namespace=NAMESPACE, body=now, field_selector=everything
+            namespace=NAMESPACE, body=now, field_selector=everything, _request_timeout=bound
         )
         self._release_claims(claims)
-        self.kube.resource("v1", "Event").delete(namespace=NAMESPACE, field_selector=everything)
+        self.kube.resource("v1", "Event").delete(
+            namespace=NAMESPACE, field_selector=everything, _request_timeout=bound
+        )
         wait_for(
             lambda: (self._count("v1", "Pod"), self._count(claims, "ResourceClaim")),
             lambda counts: counts == (0, 0),

@@ -171,18 +171,27 @@ def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
         raise HarnessError(f"{mod} is missing; run `python -m harness.controlplane.modfile {minor.name}`")
     check_go(mod, f"Kubernetes {minor.kubernetes}")
     binary = binary_path(minor)
+
+    def build() -> None:
+        _build_controlplane(minor, binary, progress)
+        binary.with_name("featuregates.json").unlink(missing_ok=True)
+
+    return ensure_built(binary, _inputs_hash(minor), f"k8slocal {minor.kubernetes}", build, progress)
+
+
+def ensure_built(binary: Path, digest: str, what: str, build: Callable[[], None], progress: Progress) -> Path:
+    """`binary`, built by `build` first unless the stamp beside it (inputs.sha256) records
+    `digest`; one builder at a time (build_lock)."""
     stamp = binary.with_name("inputs.sha256")
-    digest = _inputs_hash(minor)
 
     def built() -> bool:
         return binary.exists() and stamp.exists() and stamp.read_text() == digest
 
     if built():
         return binary
-    with build_lock(binary, f"k8slocal {minor.kubernetes}", progress):
+    with build_lock(binary, what, progress):
         if not built():  # else another process built it while this one waited
-            _build_controlplane(minor, binary, progress)
-            binary.with_name("featuregates.json").unlink(missing_ok=True)
+            build()
             stamp.write_text(digest)
     return binary
 

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.costplot import curve_svg
 from harness.costs import DEFAULT_BENCH_DIR, MODE_DESCRIPTIONS, read_scale
 from harness.layout import MatrixCellJson, MatrixJson, read_matrix_json
 from harness.readiness.catalog import CHECKS
 from harness.readiness.checks import evaluate_cell, fallback_checks, uncovered
+from harness.readiness.costtext import context, curve_view, mode_sentence, profile_lines, watch_list
 from harness.readiness.model import CellReport, ReportError
 from harness.readiness.status import Check
 from harness.reporting import read_summary
@@ -186,11 +188,14 @@ def load_cost(paths: Sequence[Path]) -> dict[str, Any] | None:
     """The cost section from scale benchmark files (bench/scale.py's format, or the plain
     {"rows": [...]} format in this module's docstring); None when there are none."""
     rows: list[dict[str, Any]] = []
+    words: list[dict[str, Any]] = []
     title, generated = "Scale benchmark", ""
     for path in paths:
         try:
             data = read_scale(path)
             rows.extend(_scale_rows(data) if "modes" in data else _plain_rows(data))
+            if "modes" in data:
+                words.append(_in_words(data))
             title, generated = str(data.get("title", title)), str(data.get("generated", generated))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             raise ReportError(f"{path} is not a scale benchmark JSON: {type(err).__name__}: {err}") from None
@@ -205,4 +210,31 @@ def load_cost(paths: Sequence[Path]) -> dict[str, Any] | None:
         "source": ", ".join(str(p) for p in paths),
         "metrics": metrics,
         "rows": rows,
+        "words": words,
+        "curves": load_curves(),
     }
+
+
+def _in_words(data: dict[str, Any]) -> dict[str, Any]:
+    reference = (data.get("reference") or {}).get("modes") or {}
+    return {
+        "context": context(data),
+        "sentences": [mode_sentence(m, data) for m in data["modes"]],
+        "why": [f"{m}: {e['why']}" for m, e in reference.items() if e.get("why")],
+        "watch": watch_list(data),
+        "profile_mode": (data.get("cpu_profile") or {}).get("mode", ""),
+        "profile": profile_lines(data),
+    }
+
+
+def load_curves() -> list[dict[str, Any]]:
+    """Every reports/out/bench/curve*.json, with its plot drawn from it."""
+    paths = sorted(DEFAULT_BENCH_DIR.glob("curve*.json")) if DEFAULT_BENCH_DIR.is_dir() else []
+    out = []
+    for path in paths:
+        try:
+            doc = read_scale(path)
+            out.append({**curve_view(doc), "source": str(path), "svg": curve_svg(doc)})
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ReportError(f"{path} is not a cost curve JSON: {type(err).__name__}: {err}") from None
+    return out

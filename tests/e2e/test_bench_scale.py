@@ -98,3 +98,20 @@ def test_throughput_windows_are_kept_and_pooled(summary: dict[str, Any]) -> None
     assert all(d.split()[0] in MODES for d in summary["disturbed"])
     # The cluster ran without kwok's 10 s lease churn, and the JSON says so.
     assert summary["cluster_flags"]["kwok"] == ["--node-lease-duration-seconds=3600"]
+
+
+def test_the_scheduler_accounts_for_dra_only_where_pods_have_claims(summary: dict[str, Any]) -> None:
+    """The scheduler's own histograms: every pod passes the Filter and PreBind extension
+    points (each call timed); a pod with a claim waits in PreBind for the claim's writes,
+    which a pod without one never does; the DynamicResources Filter never runs for pods
+    without claims (the plugin's own timings are sampled, so their presence is not asserted)."""
+    modes = summary["modes"]
+    for mode in MODES:
+        assert modes[mode]["extension_point_s_per_pod"]["Filter"] > 0
+    for mode in ("plain", "legacy"):
+        assert "Filter" not in modes[mode]["dra_plugin_ms"]
+    for mode in ("bridged", "claims"):
+        assert (
+            modes[mode]["extension_point_ms"]["PreBind"]
+            > 10 * modes["legacy"]["extension_point_ms"]["PreBind"]
+        )
