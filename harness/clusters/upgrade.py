@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from harness.clusters.components import Tuning
 from harness.controlplane.build import ensure_controlplane
 from harness.controlplane.gates import known_gates, validate_profile
 from harness.errors import HarnessError
@@ -186,3 +187,51 @@ def upgrade(cluster: LocalCluster, to_minor: str) -> float:
             raise
     cluster.write_state()
     return time.monotonic() - started
+
+
+def emulated_version(cluster: LocalCluster) -> str:
+    """The --emulated-version the cluster's API server runs with ("" for the binary's own)."""
+    flags = cluster.tuning.component_flags.get("kube-apiserver", ())
+    return next((f.split("=", 1)[1] for f in flags if f.startswith("--emulated-version=")), "")
+
+
+def gate_refusal(cluster: LocalCluster, gates: Mapping[str, bool]) -> str | None:
+    """Why the control plane cannot run with `gates`: a gate locked to its default in the
+    binary can be changed only while it emulates an earlier minor where it was not locked
+    (upstream's gate-cycle test does the same: test/e2e_dra/featuregatecycle_test.go)."""
+    for gate, value in sorted(gates.items()):
+        known = cluster.known_gates.get(gate)
+        if known is None:
+            return f"Kubernetes {cluster.minor.name} has no feature gate {gate}"
+        if known.locked and value != known.default and not emulated_version(cluster):
+            return (
+                f"{gate} is locked to {str(known.default).lower()} in {cluster.minor.name} "
+                f"({known.pre_release or 'GA'}); start the cluster with --emulated-version "
+                "of an earlier minor"
+            )
+    return None
+
+
+def set_gates(cluster: LocalCluster, gates: Mapping[str, bool]) -> float:
+    """Restart kube-apiserver, then kube-controller-manager and kube-scheduler, with `gates`
+    over the profile's (`{}`: the profile's own again); returns the seconds it took."""
+    refusal = gate_refusal(cluster, gates)
+    if refusal:
+        raise UpgradeRefused(refusal)
+    overrides = [f"--feature-gates={','.join(f'{g}={str(v).lower()}' for g, v in sorted(gates.items()))}"]
+    flags = dict(cluster.tuning.component_flags)
+    for name in CONTROL_PLANE_ORDER:
+        kept = [f for f in flags.get(name, ()) if not f.startswith("--feature-gates=")]
+        flags[name] = [*kept, *(overrides if gates else [])]
+    cluster.tuning = replace(cluster.tuning, component_flags=flags)
+    started = time.monotonic()
+    for name in CONTROL_PLANE_ORDER:
+        cluster.restart(name)
+    cluster.write_state()
+    return time.monotonic() - started
+
+
+def emulating(minor: str) -> Tuning:
+    """The tuning that makes the control plane emulate `minor` (KEP-4330 compatibility
+    versions): every component of the control plane gets the same --emulated-version."""
+    return Tuning(component_flags={name: [f"--emulated-version={minor}"] for name in CONTROL_PLANE_ORDER})
