@@ -233,7 +233,8 @@ class StepResult:
     survivors: dict[str, str] = field(default_factory=dict)  # pod -> phase after the step
     allocations_kept: bool = False
     claims_left: list[str] = field(default_factory=list)  # claims of pods deleted at the step
-    new: Workloads = field(default_factory=Workloads)
+    new: Workloads = field(default_factory=Workloads)  # later steps delete some of them
+    new_kinds: list[str] = field(default_factory=list)  # of `new`, as made
     doubly_allocated: dict[Device, list[str]] = field(default_factory=dict)
 
 
@@ -265,5 +266,6 @@ def step(
     result.new = create_workloads(
         kube, objects, fleet, f"after-{to}", gang_minor=to if has_gang(kube, to) else ""
     )
+    result.new_kinds = list(result.new.pods)
     result.doubly_allocated = doubly_allocated(kube)
     return result

@@ -30,7 +30,7 @@ def _assert_step_kept_everything(result: StepResult, refused_for_gang: str) -> N
     assert set(result.survivors.values()) == {"Running"}
     assert result.allocations_kept
     assert result.claims_left == []
-    assert list(result.new.pods) == KINDS
+    assert result.new_kinds == KINDS
     assert result.doubly_allocated == {}
 
 
