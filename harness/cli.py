@@ -9,6 +9,7 @@
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
     dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
+    dra-harness upgrade --from 1.36 --to 1.37  rehearsed upgrade and back, its report
     dra-harness kind cleanup [--older-than 6h] delete kind clusters killed runs left
 
 Errors the user can fix print as one line and exit 1; usage errors exit 2, also one line. Both
@@ -29,6 +30,7 @@ from typing import TypeAlias
 from fake_driver.cliargs import OneLineParser, nonempty, nonempty_csv, nonnegative_int, positive_int
 from fake_driver.errors import end_quietly_on_broken_pipe
 from harness.cli_qualify import add_qualify_parser
+from harness.cli_upgrade import add_upgrade_parser
 from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
@@ -336,6 +338,7 @@ def _run_parsers(sub: Subparsers) -> None:
     mx.set_defaults(func=cmd_matrix)  # after --: passed to every cell's pytest
 
     add_qualify_parser(sub)
+    add_upgrade_parser(sub)
 
     rp = sub.add_parser("report", help="the readiness report of a matrix run, or merged from several")
     rp.add_argument("dir", nargs="?", type=nonempty, help="a matrix run (default: the latest in reports/out)")
