@@ -152,11 +152,11 @@ def rehearse(
 ) -> UpgradeReport:
     """The rehearsal: workloads on `before`, the step to `after` and back, each step checked."""
     matrix = matrix or load_matrix()
+    for m in (before, after):
+        matrix.minor(m).profile(profile)  # unknown minor or profile: one line, nothing started
     refusal = skew_refusal(before, after)
     if refusal:
         raise HarnessError(refusal)
-    for m in (before, after):
-        matrix.minor(m).profile(profile)  # unknown minor or profile: one line, nothing started
     binaries = {m: ensure_controlplane(matrix.minor(m)) for m in (before, after)}
     report = UpgradeReport(before, after, profile)
     report.changes = {
