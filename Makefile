@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: all venv controlplane nodeparts upgradeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -35,6 +35,11 @@ nodeparts: venv
 	$(BIN)/dra-harness controlplane build $(K8S_FLAG) --nodes
 	$(BIN)/dra-harness controlplane build -k $(OLDEST_MINOR) --nodes-only
 
+# suites/upgrade rehearses 1.36 -> 1.37 and back on clusters of its own: both control planes.
+UPGRADE_MINORS := 1.36 1.37
+upgradeparts: venv
+	$(foreach m,$(UPGRADE_MINORS),$(BIN)/dra-harness controlplane build -k $(m) &&) true
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -48,7 +53,7 @@ e2e: controlplane
 	$(BIN)/pytest suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The README's test command: lint, the harness's own tests, then the suites on the local cluster.
-test: lint controlplane nodeparts
+test: lint controlplane nodeparts upgradeparts
 	$(BIN)/pytest tests suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The main job: the suites on the default cell, reports in reports/out/<run-id>/.
