@@ -138,7 +138,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
     json_out = Path(args.json) if args.json else None
     if json_out:
         check_output(json_out, "--json")
-    state, findings = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver)
+    if args.target:
+        load_matrix().minor(args.target)  # an unknown minor: one line before connecting
+    state, findings = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, args.target)
     print(render_text(state, findings))
     if json_out is not None:
         json_out.write_text(render_json(state, findings))
@@ -311,6 +313,9 @@ def _scan_parser(sub: Subparsers) -> None:
         help="DRA drivers that publish GPUs (repeatable)",
     )
     scan.add_argument("--json", type=nonempty, help="also write the findings as JSON here")
+    scan.add_argument(
+        "--target", type=nonempty, help="also the pre-upgrade findings for this minor, e.g. 1.37"
+    )
     scan.set_defaults(func=cmd_scan)
 
 

@@ -41,4 +41,10 @@ UPGRADE = [
         1,
         r"--out .*/" + NOT_A_DIR,
     ),
+    Row(
+        "scan-target-unknown-minor",
+        ("scan", "--kubeconfig", "{tmp}/kubeconfig", "--target", "1.99"),
+        1,
+        r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37$",
+    ),
 ]

@@ -4,6 +4,8 @@ binaries' gate tables, API changes from versions.toml, the Markdown form (redact
 from __future__ import annotations
 
 from harness.controlplane.gates import KnownGate
+from harness.detectors import Severity
+from harness.scan_target import gate_findings, kubelet_findings
 from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, renamed_metrics, render_markdown
 from harness.versions import load_matrix
 
@@ -56,3 +58,32 @@ def test_the_markdown_report_redacts_what_a_failure_message_carries() -> None:
     assert "abc.def.ghi" not in text
     assert text.splitlines()[0] == "# Upgrade rehearsal 1.36 -> 1.37 -> 1.36 (dra-all)"
     assert "## Blocks\n\n- none\n" in text
+
+
+def test_kubelets_more_than_three_minors_behind_the_target_block_and_1_34_ones_warn() -> None:
+    nodes = [
+        {"metadata": {"name": name}, "status": {"nodeInfo": {"kubeletVersion": version}}}
+        for name, version in (("a", "v1.33.9"), ("b", "v1.34.4"), ("c", "v1.36.3"), ("d", "fake"))
+    ]
+    assert [(f.check, f.severity, f.subject) for f in kubelet_findings(nodes, "1.37")] == [
+        ("kubelet-too-old", Severity.BLOCKING, "node/a"),
+        ("kubelet-bridge", Severity.WARNING, "node/b"),
+    ]
+
+
+def test_gates_set_away_from_their_default_and_gone_warn_and_quiet_ones_are_one_info() -> None:
+    now = {"Set": KnownGate("Set", False, "ALPHA", False), "Quiet": KnownGate("Quiet", True, "", True)}
+    target = {"Locked": KnownGate("Locked", True, "", True)}
+    running = {"Set": True, "Quiet": True, "Locked": False}
+    assert [
+        (f.check, f.severity, f.subject, f.message) for f in gate_findings(running, "1.37", target, now)
+    ] == [
+        ("gate-locked", Severity.BLOCKING, "gate/Locked", "runs false; 1.37 locks it to true"),
+        ("gate-removed", Severity.WARNING, "gate/Set", "runs true; 1.37 has no such gate"),
+        (
+            "gate-removed",
+            Severity.INFO,
+            "cluster",
+            "1 gates running at their default are gone in 1.37: Quiet",
+        ),
+    ]
