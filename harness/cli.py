@@ -210,7 +210,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else dirs[0]
     check_output(out, "--out", directory=True)
     bench = Path(args.bench) if args.bench else None
-    for path in write_report(dirs, out, bench=bench):
+    for path in write_report(dirs, out, bench=bench, rehearsals=[Path(u) for u in args.upgrade]):
         print(f"report: {path}")
     return 0
 
@@ -348,6 +348,7 @@ def _run_parsers(sub: Subparsers) -> None:
     rp = sub.add_parser("report", help="the readiness report of a matrix run, or merged from several")
     rp.add_argument("dir", nargs="?", type=nonempty, help="a matrix run (default: the latest in reports/out)")
     rp.add_argument("--merge", nargs="+", type=nonempty, metavar="DIR", help="cell or run directories")
+    rp.add_argument("--upgrade", action="append", type=nonempty, default=[], help="`upgrade` report dirs")
     rp.add_argument(
         "--out", type=nonempty, help="report directory (default: DIR, or reports/out/merged-<id>)"
     )

@@ -22,7 +22,15 @@ from harness.errors import HarnessError, WaitTimeout
 from harness.kube import Kube
 from harness.objects import Created
 from harness.redaction import redact, redact_obj
-from harness.rehearsal import StepResult, Workloads, create_workloads, has_gang, install_fleet, step
+from harness.rehearsal import (
+    PERSONALITY,
+    StepResult,
+    Workloads,
+    create_workloads,
+    has_gang,
+    install_fleet,
+    step,
+)
 from harness.upgrade_facts import renamed_metrics
 from harness.versions import Matrix, load_matrix
 
@@ -68,6 +76,7 @@ class UpgradeReport:
     before: str
     after: str
     profile: str
+    personality: str = PERSONALITY  # of the rehearsal's fleet (harness.rehearsal)
     wall_seconds: float = 0.0
     steps: list[dict[str, Any]] = field(default_factory=list)
     keeps_working: list[str] = field(default_factory=list)

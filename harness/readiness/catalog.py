@@ -239,6 +239,16 @@ CHECKS: tuple[Check, ...] = (
         "kube-apiserver before creating the class (the field is dropped silently without it), and use a "
         "domain-prefixed name such as nvidia.com/gpu",
     ),
+    Check(
+        "upgrade",
+        "GPU workloads survive an in-place control-plane upgrade and back, a DRAExtendedResource gate "
+        "cycle, and kubelets up to three minors older",
+        "upgrade",
+        ("suites/upgrade/*",),
+        "the step breaks running or new GPU pods: rehearse it with `dra-harness upgrade`, delete objects "
+        "stored in an API version the target cannot read, and keep GPU nodes' kubelets at 1.36 or later "
+        "(older ones run bridged pods without their devices)",
+    ),
 )
 
 CHECK_IDS = {c.id: c for c in CHECKS}
