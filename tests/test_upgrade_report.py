@@ -6,7 +6,8 @@ from __future__ import annotations
 from harness.controlplane.gates import KnownGate
 from harness.detectors import Severity
 from harness.scan_target import gate_findings, kubelet_findings
-from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, renamed_metrics, render_markdown
+from harness.upgrade_facts import renamed_metrics
+from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, render_markdown
 from harness.versions import load_matrix
 
 CREATES_OLD = "resourceclaim_controller_creates_total"
