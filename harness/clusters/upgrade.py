@@ -80,8 +80,18 @@ STORAGE_DROPS = (
         "1.36",
         "scheduling.k8s.io/v1alpha1",
         ("workloads",),
-        "kubernetes/kubernetes pkg/apis/scheduling/install/install.go@v1.36.3 registers v1, "
-        "v1beta1 and v1alpha2 only (1.35 serves Workload as v1alpha1)",
+        "kubernetes/kubernetes pkg/kubeapiserver/default_storage_factory_builder.go@v1.35.4 stores "
+        "workloads as v1alpha1; pkg/apis/scheduling/install/install.go@v1.36.3 registers v1, "
+        "v1beta1 and v1alpha2 only",
+    ),
+    StorageDrop(
+        "1.36",
+        "1.35",
+        "scheduling.k8s.io/v1alpha2",
+        ("workloads", "podgroups"),
+        "kubernetes/kubernetes pkg/kubeapiserver/default_storage_factory_builder.go@v1.36.3 stores "
+        "workloads and podgroups as v1alpha2; pkg/apis/scheduling/install/install.go@v1.35.4 "
+        "registers v1, v1beta1 and v1alpha1 only",
     ),
 )
 
