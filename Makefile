@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts kind-engine kind-images lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: all venv controlplane nodeparts kind-engine kind-images upgradeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -48,6 +48,11 @@ kind-engine: nodeparts
 kind-images: kind-engine controlplane
 	$(BIN)/dra-harness kind images $(K8S_FLAG)
 
+# suites/upgrade rehearses 1.36 -> 1.37 and back on clusters of its own: both control planes.
+UPGRADE_MINORS := 1.36 1.37
+upgradeparts: venv
+	$(foreach m,$(UPGRADE_MINORS),$(BIN)/dra-harness controlplane build -k $(m) &&) true
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -62,7 +67,7 @@ e2e: controlplane
 
 # The README's test command: lint, the harness's own tests, then the suites on the local cluster.
 # kind-images: the kind path's tests (tests/test_kind_cluster.py) run on the default cell too.
-test: lint controlplane nodeparts kind-images
+test: lint controlplane nodeparts upgradeparts kind-images
 	$(BIN)/pytest tests suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The main job: the suites on the default cell, reports in reports/out/<run-id>/.

@@ -9,6 +9,7 @@
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
     dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
+    dra-harness upgrade --from 1.36 --to 1.37  rehearsed upgrade and back, its report
     dra-harness kind cleanup [--older-than 6h] delete kind clusters killed runs left
 
 Errors the user can fix print as one line and exit 1; usage errors exit 2, also one line. Both
@@ -30,6 +31,7 @@ from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positi
 from fake_driver.errors import end_quietly_on_broken_pipe
 from harness.cli_bench import add_bench_curve_parser, add_bench_parser
 from harness.cli_qualify import add_qualify_parser
+from harness.cli_upgrade import add_upgrade_parser
 from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
@@ -138,7 +140,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
     json_out = Path(args.json) if args.json else None
     if json_out:
         check_output(json_out, "--json")
-    state, findings = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver)
+    if args.target:
+        load_matrix().minor(args.target)  # an unknown minor: one line before connecting
+    state, findings = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, args.target)
     print(render_text(state, findings))
     if json_out is not None:
         json_out.write_text(render_json(state, findings))
@@ -195,7 +199,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else dirs[0]
     check_output(out, "--out", directory=True)
     bench = Path(args.bench) if args.bench else None
-    for path in write_report(dirs, out, bench=bench):
+    for path in write_report(dirs, out, bench=bench, rehearsals=[Path(u) for u in args.upgrade]):
         print(f"report: {path}")
     return 0
 
@@ -302,6 +306,9 @@ def _scan_parser(sub: Subparsers) -> None:
         help="DRA drivers that publish GPUs (repeatable)",
     )
     scan.add_argument("--json", type=nonempty, help="also write the findings as JSON here")
+    scan.add_argument(
+        "--target", type=nonempty, help="also the pre-upgrade findings for this minor, e.g. 1.37"
+    )
     scan.set_defaults(func=cmd_scan)
 
 
@@ -329,10 +336,12 @@ def _run_parsers(sub: Subparsers) -> None:
     mx.set_defaults(func=cmd_matrix)  # after --: passed to every cell's pytest
 
     add_qualify_parser(sub)
+    add_upgrade_parser(sub)
 
     rp = sub.add_parser("report", help="the readiness report of a matrix run, or merged from several")
     rp.add_argument("dir", nargs="?", type=nonempty, help="a matrix run (default: the latest in reports/out)")
     rp.add_argument("--merge", nargs="+", type=nonempty, metavar="DIR", help="cell or run directories")
+    rp.add_argument("--upgrade", action="append", type=nonempty, default=[], help="`upgrade` report dirs")
     rp.add_argument(
         "--out", type=nonempty, help="report directory (default: DIR, or reports/out/merged-<id>)"
     )

@@ -273,12 +273,20 @@ def render_json(state: ClusterState, findings: list[Finding]) -> str:
 
 
 def scan(
-    kubeconfig: Path, resource: str, pool_label: str, gpu_drivers: Iterable[str]
+    kubeconfig: Path, resource: str, pool_label: str, gpu_drivers: Iterable[str], target: str | None = None
 ) -> tuple[ClusterState, list[Finding]]:
-    """What the cluster has and what the checks find in it (the CLI prints and exits)."""
+    """What the cluster has and what the checks find in it (the CLI prints and exits); with
+    `target`, the pre-upgrade findings for that minor too (harness.scan_target)."""
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
         state = read_state(kube)
+        extra = []
+        if target:
+            from harness.scan_target import target_findings
+            from harness.versions import load_matrix
+
+            extra = target_findings(kube, load_matrix(), state.version, state.gates, state.nodes, target)
     finally:
         kube.close()
-    return state, run_checks(state, resource, pool_label, gpu_drivers)
+    findings = [*run_checks(state, resource, pool_label, gpu_drivers), *extra]
+    return state, sorted(findings, key=lambda f: (-f.severity, f.check, f.subject))

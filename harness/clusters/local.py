@@ -34,6 +34,7 @@ from harness.clusters.pki import ClusterPKI, generate_pki
 from harness.clusters.ports import free_port
 from harness.clusters.processes import ManagedProcess, install_signal_teardown
 from harness.clusters.realnodes import RealNodes, RealPool, real_node_parts
+from harness.clusters.upgrade import upgrade
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.controlplane.gates import KnownGate, enabled_gates, known_gates, validate_profile
 from harness.errors import ComponentFailed
@@ -138,7 +139,7 @@ class LocalCluster:
         except BaseException:
             self.stop()
             raise
-        self._write_state()
+        self.write_state()
         return self
 
     def stop(self) -> None:
@@ -158,6 +159,22 @@ class LocalCluster:
         """Stop one component and start it again on the same port (fault injection)."""
         self.components[component].stop()
         self._start_component(component)
+
+    @property
+    def binary(self) -> Path:
+        assert self._binary is not None, "cluster not started"
+        return self._binary
+
+    def use_control_plane(
+        self, minor: Minor, profile: GateProfile, binary: Path, gates: dict[str, KnownGate]
+    ) -> None:
+        """What components started from now on run (harness.clusters.upgrade switches it)."""
+        self.minor, self.profile, self._binary, self.known_gates = minor, profile, binary, gates
+
+    def upgrade(self, to_minor: str) -> float:
+        """Replace the control plane with `to_minor`, one minor up or down, in place
+        (harness.clusters.upgrade); returns the step's seconds."""
+        return upgrade(self, to_minor)
 
     def stop_component(self, component: str) -> None:
         self.components[component].stop()
@@ -285,7 +302,7 @@ class LocalCluster:
             interval=0.1,
         )
 
-    def _write_state(self) -> None:
+    def write_state(self) -> None:
         """state.json: what `dra-harness cluster down` and the teardown test need."""
         state: ClusterState = {
             "minor": self.minor.name,

@@ -290,6 +290,16 @@ CHECKS: tuple[Check, ...] = (
         "a driver or manifest written for a beta resource.k8s.io version loses fields: serve the version "
         "with --runtime-config resource.k8s.io/<version>=true while moving it to v1",
     ),
+    Check(
+        "upgrade",
+        "GPU workloads survive an in-place control-plane upgrade and back, a DRAExtendedResource gate "
+        "cycle, and kubelets up to three minors older",
+        "upgrade",
+        ("suites/upgrade/*",),
+        "the step breaks running or new GPU pods: rehearse it with `dra-harness upgrade`, delete objects "
+        "stored in an API version the target cannot read, and keep GPU nodes' kubelets at 1.36 or later "
+        "(older ones run bridged pods without their devices)",
+    ),
 )
 
 CHECK_IDS = {c.id: c for c in CHECKS}

@@ -10,6 +10,7 @@ harness.costs's ScaleSummary format (scale-<minor>.json) or this plain one:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -238,3 +239,31 @@ def load_curves() -> list[dict[str, Any]]:
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ReportError(f"{path} is not a cost curve JSON: {type(err).__name__}: {err}") from None
     return out
+
+
+def load_rehearsals(dirs: Sequence[Path]) -> list[dict[str, Any]]:
+    """upgrade.json files (`dra-harness upgrade`) in or under `dirs`."""
+    found: list[dict[str, Any]] = []
+    for d in dirs:
+        paths = [d] if d.is_file() else sorted(d.rglob("upgrade.json")) if d.is_dir() else []
+        for path in paths:
+            try:
+                data = json.loads(path.read_text())
+                found.append({k: data[k] for k in REHEARSAL_KEYS})
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                raise ReportError(f"{path}: not an upgrade report ({err})") from None
+    return found
+
+
+REHEARSAL_KEYS = (
+    "personality",
+    "before",
+    "after",
+    "profile",
+    "wall_seconds",
+    "steps",
+    "keeps_working",
+    "changes",
+    "blocks",
+    "failed",
+)

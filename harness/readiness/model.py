@@ -3,6 +3,7 @@ minors (upgrades) and what needs attention, with their JSON form."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -90,6 +91,8 @@ class Upgrade:
     after: str
     changes: list[Change]
     unchanged: int
+    # upgrade.json of `dra-harness upgrade` for this pair: the step rehearsed in place
+    rehearsal: dict[str, Any] | None = None
 
     @property
     def title(self) -> str:
@@ -186,6 +189,7 @@ class Report:
                     "from": u.before,
                     "to": u.after,
                     "unchanged": u.unchanged,
+                    "rehearsal": u.rehearsal,
                     "changes": [
                         {
                             "check": ch.check,
@@ -235,4 +239,18 @@ def upgrades(cells: Sequence[CellReport]) -> list[Upgrade]:
                     len(after.results) - len(changes),
                 )
             )
+    return out
+
+
+def with_rehearsals(ups: list[Upgrade], rehearsals: Sequence[dict[str, Any]]) -> list[Upgrade]:
+    """Each rehearsal (upgrade.json) joins the upgrade of its pair, personality and profile; a
+    rehearsed pair without two cells to compare gets an upgrade of its own, after the rest."""
+    out = list(ups)
+    for r in rehearsals:
+        key = (r["personality"], r["profile"], r["before"], r["after"])
+        i = next((i for i, u in enumerate(out) if (u.personality, u.profile, u.before, u.after) == key), None)
+        if i is None:
+            out.append(Upgrade(*key, [], 0, r))
+        else:
+            out[i] = dataclasses.replace(out[i], rehearsal=r)
     return out

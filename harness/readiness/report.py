@@ -16,8 +16,8 @@ from pathlib import Path
 
 import jinja2
 
-from harness.readiness.inputs import bench_files, load_cells, load_cost, run_info
-from harness.readiness.model import Report, upgrades
+from harness.readiness.inputs import bench_files, load_cells, load_cost, load_rehearsals, run_info
+from harness.readiness.model import Report, upgrades, with_rehearsals
 from harness.readiness.status import Status
 from harness.redaction import redact_obj
 from harness.versions import REPO_ROOT
@@ -26,13 +26,20 @@ TEMPLATES = REPO_ROOT / "reports" / "templates"
 
 
 def build_report(
-    dirs: Sequence[Path], bench: Path | None = None, *, now: datetime.datetime | None = None
+    dirs: Sequence[Path],
+    bench: Path | None = None,
+    *,
+    now: datetime.datetime | None = None,
+    rehearsals: Sequence[Path] = (),
 ) -> Report:
+    """`rehearsals`: upgrade reports of `dra-harness upgrade` (upgrade.json, or directories
+    holding them); those under `dirs` are read too."""
     cells, notes, checks = load_cells(dirs)
     cost = load_cost(bench_files(bench))
     stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     runs = [info for d in dirs if (info := run_info(d))]
-    return Report(stamp, [str(d) for d in dirs], cells, upgrades(cells), cost, notes, checks, runs)
+    ups = with_rehearsals(upgrades(cells), load_rehearsals([*dirs, *rehearsals]))
+    return Report(stamp, [str(d) for d in dirs], cells, ups, cost, notes, checks, runs)
 
 
 def _env() -> jinja2.Environment:
@@ -59,8 +66,10 @@ def render(report: Report) -> dict[str, str]:
     }
 
 
-def write_report(dirs: Sequence[Path], out: Path, bench: Path | None = None) -> list[Path]:
-    report = build_report(dirs, bench)
+def write_report(
+    dirs: Sequence[Path], out: Path, bench: Path | None = None, rehearsals: Sequence[Path] = ()
+) -> list[Path]:
+    report = build_report(dirs, bench, rehearsals=rehearsals)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in render(report).items():

@@ -1,0 +1,247 @@
+"""In-place control-plane upgrade and downgrade of a LocalCluster: the components of minor N
+stop and those of the target start on the same etcd data, PKI and ports, one at a time in
+upstream's order (kube-apiserver, then kube-controller-manager and kube-scheduler; kubelets
+are not replaced, they keep their minor and must stay within the skew the policy allows).
+
+    with LocalCluster("1.36", "dra-all") as cluster:
+        upgrade(cluster, "1.37")   # cluster.upgrade("1.37") does the same
+        upgrade(cluster, "1.36")   # and back
+
+Refused with one line, before anything stops: a step of more than one minor, a kubelet newer
+than the target or more than three minors older, objects stored in an API version the target
+cannot decode (they would be unreadable after the step), a gate profile the target does not
+know.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from harness.clusters.components import Tuning
+from harness.controlplane.build import ensure_controlplane
+from harness.controlplane.gates import known_gates, validate_profile
+from harness.errors import HarnessError
+from harness.kube import Kube
+from harness.versions import minor_number
+
+if TYPE_CHECKING:
+    from harness.clusters.local import LocalCluster
+
+# kubernetes/website content/en/releases/version-skew-policy.md ("Supported version skew",
+# "Supported component upgrade order"): kube-apiserver moves one minor at a time; kubelet must
+# not be newer than kube-apiserver and may be up to three minors older; the controller-manager
+# and scheduler must not be newer than the kube-apiserver they talk to, so they go after it.
+SKEW_POLICY = "https://kubernetes.io/releases/version-skew-policy/"
+CONTROL_PLANE_ORDER = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+KUBELET_MAX_BEHIND = 3
+
+
+class UpgradeRefused(HarnessError):
+    """The step is refused before anything stops; the cluster runs on unchanged."""
+
+
+@dataclass(frozen=True)
+class StorageDrop:
+    """Objects the `before` minor stores as `group_version` and the `after` minor cannot
+    decode: they must be deleted (or migrated) before the step."""
+
+    before: str
+    after: str
+    group_version: str
+    resources: tuple[str, ...]  # plural resource names, listed through the `before` API server
+    source: str  # upstream source for both halves of the fact
+
+
+STORAGE_DROPS = (
+    StorageDrop(
+        "1.36",
+        "1.37",
+        "scheduling.k8s.io/v1alpha2",
+        ("workloads", "podgroups"),
+        "kubernetes/kubernetes pkg/kubeapiserver/default_storage_factory_builder.go@v1.36.3 stores "
+        "workloads and podgroups as v1alpha2; pkg/apis/scheduling/install/install.go@v1.37.2 "
+        "registers v1, v1beta1 and v1alpha3 only",
+    ),
+    StorageDrop(
+        "1.37",
+        "1.36",
+        "scheduling.k8s.io/v1beta1",
+        ("workloads", "podgroups"),
+        "kubernetes/kubernetes pkg/kubeapiserver/default_storage_factory_builder.go@v1.37.2 stores "
+        "workloads and podgroups as v1beta1; staging/src/k8s.io/api/scheduling/v1beta1/register.go"
+        "@v1.36.3 registers PriorityClass only",
+    ),
+    StorageDrop(
+        "1.35",
+        "1.36",
+        "scheduling.k8s.io/v1alpha1",
+        ("workloads",),
+        "kubernetes/kubernetes pkg/kubeapiserver/default_storage_factory_builder.go@v1.35.4 stores "
+        "workloads as v1alpha1; pkg/apis/scheduling/install/install.go@v1.36.3 registers v1, "
+        "v1beta1 and v1alpha2 only",
+    ),
+    StorageDrop(
+        "1.36",
+        "1.35",
+        "scheduling.k8s.io/v1alpha2",
+        ("workloads", "podgroups"),
+        "kubernetes/kubernetes pkg/kubeapiserver/default_storage_factory_builder.go@v1.36.3 stores "
+        "workloads and podgroups as v1alpha2; pkg/apis/scheduling/install/install.go@v1.35.4 "
+        "registers v1, v1beta1 and v1alpha1 only",
+    ),
+)
+
+
+def _name(minor: tuple[int, int]) -> str:
+    return f"{minor[0]}.{minor[1]}"
+
+
+def skew_refusal(current: str, target: str, kubelets: Iterable[str] = ()) -> str | None:
+    """Why upstream's version-skew policy forbids the step, or None."""
+    cur, tgt = minor_number(current), minor_number(target)
+    if cur == tgt:
+        return f"the control plane already runs {current}"
+    if cur[0] != tgt[0] or abs(cur[1] - tgt[1]) != 1:
+        return (
+            f"{current} -> {target} skips a minor: kube-apiserver moves one minor at a time "
+            f"({SKEW_POLICY}); step through each minor"
+        )
+    for kubelet in sorted(set(kubelets), key=minor_number):
+        k = minor_number(kubelet)
+        if k > tgt:
+            return (
+                f"a kubelet of {kubelet} would be newer than kube-apiserver {target}, which the "
+                f"version-skew policy forbids ({SKEW_POLICY}); replace those nodes first"
+            )
+        if tgt[1] - k[1] > KUBELET_MAX_BEHIND:
+            return (
+                f"a kubelet of {kubelet} would be more than {KUBELET_MAX_BEHIND} minors older than "
+                f"kube-apiserver {target} ({SKEW_POLICY}); upgrade those nodes first"
+            )
+    return None
+
+
+def storage_drops(before: str, after: str) -> list[StorageDrop]:
+    return [d for d in STORAGE_DROPS if (d.before, d.after) == (before, after)]
+
+
+def served_kinds(kube: Kube, group_version: str) -> dict[str, str]:
+    """resource -> kind of what the API server serves in `group_version` ({} if not served)."""
+    status, body = kube.raw_get(f"/apis/{group_version}")
+    if status == 404:
+        return {}
+    if status != 200:
+        raise HarnessError(f"discovery of {group_version}: HTTP {status}: {body[:200]}")
+    return {r["name"]: r["kind"] for r in json.loads(body)["resources"] if "/" not in r["name"]}
+
+
+def stored_in_dropped_versions(kube: Kube, before: str, after: str) -> list[str]:
+    """`<group/version> <resource> <namespace>/<name>` of every object the step would strand,
+    listed through the running (`before`) API server. A version it does not serve holds
+    nothing: the API server writes only the versions it serves."""
+    found = []
+    for drop in storage_drops(before, after):
+        served = served_kinds(kube, drop.group_version)
+        for resource in drop.resources:
+            if resource not in served:
+                continue
+            for obj in kube.list(drop.group_version, served[resource]):
+                meta = obj["metadata"]
+                found.append(f"{drop.group_version} {resource} {meta.get('namespace', '')}/{meta['name']}")
+    return found
+
+
+def kubelet_minors(cluster: LocalCluster) -> list[str]:
+    """The minors of the cluster's real kubelets (kwok nodes have none)."""
+    return sorted(cluster.real.parts) if cluster.real is not None else []
+
+
+def upgrade(cluster: LocalCluster, to_minor: str) -> float:
+    """Replace the control plane with `to_minor` (one minor up or down); returns the seconds
+    the step took. Refused (UpgradeRefused, nothing stopped) when the policy or the stored
+    objects forbid it."""
+    before = cluster.minor.name
+    refusal = skew_refusal(before, to_minor, kubelet_minors(cluster))
+    if refusal:
+        raise UpgradeRefused(refusal)
+    target = cluster.matrix.minor(to_minor)
+    profile = target.profile(cluster.profile.name)
+    binary = ensure_controlplane(target)
+    gates = known_gates(binary)
+    validate_profile(target, profile, gates)
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    try:
+        stranded = stored_in_dropped_versions(kube, before, to_minor)
+    finally:
+        kube.close()
+    if stranded:
+        drop = storage_drops(before, to_minor)[0]
+        raise UpgradeRefused(
+            f"{len(stranded)} object(s) stored as {drop.group_version}, which {to_minor} cannot read "
+            f"({drop.source}); delete them before the step: {', '.join(stranded[:5])}"
+        )
+    started = time.monotonic()
+    old = (cluster.minor, cluster.profile, cluster.binary, cluster.known_gates)
+    cluster.use_control_plane(target, profile, binary, gates)
+    for i, name in enumerate(CONTROL_PLANE_ORDER):
+        try:
+            cluster.restart(name)
+        except HarnessError:
+            if i == 0:  # the new API server never served: the old one takes over again
+                cluster.use_control_plane(*old)
+                cluster.restart(name)
+            raise
+    cluster.write_state()
+    return time.monotonic() - started
+
+
+def emulated_version(cluster: LocalCluster) -> str:
+    """The --emulated-version the cluster's API server runs with ("" for the binary's own)."""
+    flags = cluster.tuning.component_flags.get("kube-apiserver", ())
+    return next((f.split("=", 1)[1] for f in flags if f.startswith("--emulated-version=")), "")
+
+
+def gate_refusal(cluster: LocalCluster, gates: Mapping[str, bool]) -> str | None:
+    """Why the control plane cannot run with `gates`: a gate locked to its default in the
+    binary can be changed only while it emulates an earlier minor where it was not locked
+    (upstream's gate-cycle test does the same: test/e2e_dra/featuregatecycle_test.go)."""
+    for gate, value in sorted(gates.items()):
+        known = cluster.known_gates.get(gate)
+        if known is None:
+            return f"Kubernetes {cluster.minor.name} has no feature gate {gate}"
+        if known.locked and value != known.default and not emulated_version(cluster):
+            return (
+                f"{gate} is locked to {str(known.default).lower()} in {cluster.minor.name} "
+                f"({known.pre_release or 'GA'}); start the cluster with --emulated-version "
+                "of an earlier minor"
+            )
+    return None
+
+
+def set_gates(cluster: LocalCluster, gates: Mapping[str, bool]) -> float:
+    """Restart kube-apiserver, then kube-controller-manager and kube-scheduler, with `gates`
+    over the profile's (`{}`: the profile's own again); returns the seconds it took."""
+    refusal = gate_refusal(cluster, gates)
+    if refusal:
+        raise UpgradeRefused(refusal)
+    overrides = [f"--feature-gates={','.join(f'{g}={str(v).lower()}' for g, v in sorted(gates.items()))}"]
+    flags = dict(cluster.tuning.component_flags)
+    for name in CONTROL_PLANE_ORDER:
+        kept = [f for f in flags.get(name, ()) if not f.startswith("--feature-gates=")]
+        flags[name] = [*kept, *(overrides if gates else [])]
+    cluster.tuning = replace(cluster.tuning, component_flags=flags)
+    started = time.monotonic()
+    for name in CONTROL_PLANE_ORDER:
+        cluster.restart(name)
+    cluster.write_state()
+    return time.monotonic() - started
+
+
+def emulating(minor: str) -> Tuning:
+    """The tuning that makes the control plane emulate `minor` (KEP-4330 compatibility
+    versions): every component of the control plane gets the same --emulated-version."""
+    return Tuning(component_flags={name: [f"--emulated-version={minor}"] for name in CONTROL_PLANE_ORDER})

@@ -1,0 +1,72 @@
+"""Kubelet skew in a 1.37 cluster: real nodes whose kubelets are one to three minors older
+(each with its own minor's default gates, as a node pool left behind has), and on each a
+bridged pod, a claim pod and a mixed pod (claim and bridged resource). Every pod runs: the
+kubelet admits extended resources its node does not advertise; what differs is whether the
+bridged devices reach the container (harness.expectations.kubelet_prepares_bridged_claim)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.requirements import provider_unmet, skip
+from fixtures.upgrade import StartRehearsal
+from harness import builders as b
+from harness.clusters.realnodes import RealPool
+from harness.controlplane.nodeparts import kubelet_built
+from harness.drastate import allocated_devices, claims_of
+from harness.expectations import kubelet_prepares_bridged_claim
+from harness.nodepods import container_env, env_pod
+from harness.rehearsal import wait_running
+from harness.versions import load_matrix, minor_number
+
+CLUSTER = "1.37"
+OLDER = ("1.36", "1.35", "1.34")  # N-1 .. N-3, the kubelets the skew policy allows
+KINDS = ("bridged", "claim", "mixed")
+
+
+@pytest.mark.real_node
+def test_every_pod_kind_runs_on_older_kubelets_and_bridged_devices_reach_it_where_the_gate_is_on(
+    rehearsal: StartRehearsal,
+) -> None:
+    matrix = load_matrix()
+    older = [m for m in OLDER if kubelet_built(matrix.minor(m)) is not None]
+    if not older:
+        skip(
+            provider_unmet(
+                "no kubelet of 1.34-1.36 built: dra-harness controlplane build -k 1.34 --nodes-only"
+            )
+        )
+    pools = [RealPool(f"k{m.replace('.', '')}", count=1, gpus=4, minor=m) for m in older]
+    r = rehearsal(CLUSTER, "defaults", real_pools=pools)
+    assert r.cluster.real is not None
+    image, ns, gpu = (
+        next(iter(r.cluster.real.parts.values())).busybox_ref,
+        r.fleet.namespace,
+        r.fleet.extended_resource,
+    )
+    for pool in pools:
+        [node] = pool.node_names()
+        r.objects.create(b.claim_template(pool.name, ns, [b.exact_request("gpu", r.fleet.gpu_class)]))
+        claim = {"gpu": pool.name}
+        r.objects.create(env_pod(f"bridged-{pool.name}", ns, image, node, limits={gpu: "1"}))
+        r.objects.create(env_pod(f"claim-{pool.name}", ns, image, node, claim_templates=claim))
+        r.objects.create(
+            env_pod(f"mixed-{pool.name}", ns, image, node, limits={gpu: "1"}, claim_templates=claim)
+        )
+
+    wait_running(r.kube, ns, [f"{kind}-{p.name}" for p in pools for kind in KINDS])
+
+    def devices_seen(pod: str) -> int:
+        return sum(k.startswith("DRA_DEVICE_") for k in container_env(r.kube, ns, pod))
+
+    seen = {(p.minor, kind): devices_seen(f"{kind}-{p.name}") for p in pools for kind in KINDS}
+    bridged = {m: int(kubelet_prepares_bridged_claim(minor_number(m))) for m in older}
+    assert seen == {
+        **{(m, "bridged"): bridged[m] for m in older},
+        **{(m, "claim"): 1 for m in older},
+        **{(m, "mixed"): 1 + bridged[m] for m in older},
+    }
+    # The scheduler allocated the bridged device on every node, used or not.
+    for p in pools:
+        [held] = claims_of(r.kube, ns, f"bridged-{p.name}")
+        assert len(allocated_devices(held)) == 1

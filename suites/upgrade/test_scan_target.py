@@ -1,0 +1,75 @@
+"""`dra-harness scan --target 1.37` on a 1.36 cluster holding what the step would break: a
+gang stored as scheduling.k8s.io/v1alpha2, a PrometheusRule naming the resource-claim metric
+1.37 renames, and the gate profile's GangScheduling, which 1.37 no longer has."""
+
+from __future__ import annotations
+
+from fixtures.upgrade import StartRehearsal
+from harness.detectors import Severity
+from harness.gang import gang_api, gang_objects
+from harness.kube import Obj
+from harness.scan import scan
+
+TARGET_CHECKS = {"stored-api-version", "upgrade-path", "gate-removed", "gate-locked", "renamed-metrics"}
+RULE_EXPR = "rate(resourceclaim_controller_creates_total{status='failure'}[5m]) > 0"
+
+
+def _prometheus_rule_crd() -> Obj:
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "prometheusrules.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "scope": "Namespaced",
+            "names": {"plural": "prometheusrules", "singular": "prometheusrule", "kind": "PrometheusRule"},
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+            ],
+        },
+    }
+
+
+def test_the_target_scan_finds_stranded_objects_renamed_metrics_and_removed_gates(
+    rehearsal: StartRehearsal,
+) -> None:
+    r = rehearsal("1.36", needs=["1.37"])
+    ns = r.fleet.namespace
+    for obj in gang_objects(gang_api("1.36"), "train", ns, min_count=2):
+        r.objects.create(obj)
+    r.objects.create(_prometheus_rule_crd())
+    rule = {"alert": "ClaimCreatesFail", "expr": RULE_EXPR}
+    body = {"groups": [{"name": "dra", "rules": [rule]}]}
+    meta = {"name": "dra-alerts", "namespace": ns}
+    r.objects.create(
+        {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": meta, "spec": body}
+    )
+
+    _, findings = scan(
+        r.cluster.kubeconfig, r.fleet.extended_resource, "dra-harness.io/pool", ["gpu.nvidia.com"], "1.37"
+    )
+
+    found = [(f.check, f.severity, f.subject, f.message) for f in findings if f.check in TARGET_CHECKS]
+    assert found[:3] == [
+        (
+            "stored-api-version",
+            Severity.BLOCKING,
+            f"podgroups/{ns}/train",
+            "stored as scheduling.k8s.io/v1alpha2, which 1.37 cannot read",
+        ),
+        (
+            "stored-api-version",
+            Severity.BLOCKING,
+            f"workloads/{ns}/train",
+            "stored as scheduling.k8s.io/v1alpha2, which 1.37 cannot read",
+        ),
+        ("gate-removed", Severity.WARNING, "gate/GangScheduling", "runs true; 1.37 has no such gate"),
+    ]
+    assert (
+        "renamed-metrics",
+        Severity.WARNING,
+        f"prometheusrule/{ns}/dra-alerts",
+        "rule ClaimCreatesFail uses resourceclaim_controller_creates_total, renamed in 1.37 to "
+        "dynamic_resource_allocation_resourceclaim_creates_total",
+    ) in found

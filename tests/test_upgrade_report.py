@@ -1,0 +1,90 @@
+"""The upgrade report's pure parts: renamed metrics per direction, gate changes between two
+binaries' gate tables, API changes from versions.toml, the Markdown form (redacted)."""
+
+from __future__ import annotations
+
+from harness.controlplane.gates import KnownGate
+from harness.detectors import Severity
+from harness.scan_target import gate_findings, kubelet_findings
+from harness.upgrade_facts import renamed_metrics
+from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, render_markdown
+from harness.versions import load_matrix
+
+CREATES_OLD = "resourceclaim_controller_creates_total"
+CREATES_NEW = "dynamic_resource_allocation_resourceclaim_creates_total"
+
+
+def test_the_1_37_metric_renames_apply_in_the_step_direction_only_when_crossed() -> None:
+    up = renamed_metrics("1.36", "1.37")
+    assert [(m["from"], m["to"]) for m in up] == [
+        (CREATES_OLD, CREATES_NEW),
+        ("resourceclaim_controller_resource_claims", "dynamic_resource_allocation_resource_claims"),
+    ]
+    assert next((m["from"], m["to"]) for m in renamed_metrics("1.37", "1.36")) == (CREATES_NEW, CREATES_OLD)
+    assert renamed_metrics("1.35", "1.36") == []
+
+
+def test_gate_changes_name_removed_locked_and_default_flips_but_not_new_gates() -> None:
+    before = {
+        "Gone": KnownGate("Gone", False, "ALPHA", False),
+        "Locks": KnownGate("Locks", True, "BETA", False),
+        "Flips": KnownGate("Flips", False, "BETA", False),
+        "Same": KnownGate("Same", True, "BETA", False),
+    }
+    after = {
+        "Locks": KnownGate("Locks", True, "", True),
+        "Flips": KnownGate("Flips", True, "BETA", False),
+        "Same": KnownGate("Same", True, "BETA", False),
+        "New": KnownGate("New", False, "ALPHA", False),
+    }
+    assert gate_changes(before, after, "1.37") == [
+        "Flips defaults to true in 1.37 (was false)",
+        "Gone is gone in 1.37: drop it from --feature-gates (unknown gates stop a component)",
+        "Locks is locked to true in 1.37: setting it otherwise fails",
+    ]
+
+
+def test_api_changes_name_the_workload_api_move_and_the_stranded_storage() -> None:
+    changes = api_changes(load_matrix(), "1.36", "1.37")
+    assert changes[0] == "scheduling.k8s.io: the harness uses v1alpha2 on 1.36, v1beta1 on 1.37"
+    assert changes[1].startswith(
+        "scheduling.k8s.io/v1alpha2 workloads, podgroups stored by 1.36 cannot be read by 1.37"
+    )
+    assert len(changes) == 2
+
+
+def test_the_markdown_report_redacts_what_a_failure_message_carries() -> None:
+    report = UpgradeReport("1.36", "1.37", "dra-all", failed="Authorization: Bearer abc.def.ghi")
+    text = render_markdown(report)
+    assert "abc.def.ghi" not in text
+    assert text.splitlines()[0] == "# Upgrade rehearsal 1.36 -> 1.37 -> 1.36 (dra-all)"
+    assert "## Blocks\n\n- none\n" in text
+
+
+def test_kubelets_more_than_three_minors_behind_the_target_block_and_1_34_ones_warn() -> None:
+    nodes = [
+        {"metadata": {"name": name}, "status": {"nodeInfo": {"kubeletVersion": version}}}
+        for name, version in (("a", "v1.33.9"), ("b", "v1.34.4"), ("c", "v1.36.3"), ("d", "fake"))
+    ]
+    assert [(f.check, f.severity, f.subject) for f in kubelet_findings(nodes, "1.37")] == [
+        ("kubelet-too-old", Severity.BLOCKING, "node/a"),
+        ("kubelet-bridge", Severity.WARNING, "node/b"),
+    ]
+
+
+def test_gates_set_away_from_their_default_and_gone_warn_and_quiet_ones_are_one_info() -> None:
+    now = {"Set": KnownGate("Set", False, "ALPHA", False), "Quiet": KnownGate("Quiet", True, "", True)}
+    target = {"Locked": KnownGate("Locked", True, "", True)}
+    running = {"Set": True, "Quiet": True, "Locked": False}
+    assert [
+        (f.check, f.severity, f.subject, f.message) for f in gate_findings(running, "1.37", target, now)
+    ] == [
+        ("gate-locked", Severity.BLOCKING, "gate/Locked", "runs false; 1.37 locks it to true"),
+        ("gate-removed", Severity.WARNING, "gate/Set", "runs true; 1.37 has no such gate"),
+        (
+            "gate-removed",
+            Severity.INFO,
+            "cluster",
+            "1 gates running at their default are gone in 1.37: Quiet",
+        ),
+    ]
