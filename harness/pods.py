@@ -82,6 +82,27 @@ def unschedulable_reasons(message: str) -> dict[str, int]:
     return reasons
 
 
+# Verdicts on nodes that are not the pod's: other tests add and remove such nodes while a pod
+# waits, so their count in the scheduler's message changes (parallel tests on one cluster).
+_OTHER_NODES = ("node(s) didn't match Pod's node affinity/selector", "node(s) had untolerated taint")
+
+
+def own_reasons(message: str) -> dict[str, int]:
+    """unschedulable_reasons without the counts of nodes the pod cannot use anyway."""
+    return {k: v for k, v in unschedulable_reasons(message).items() if not k.startswith(_OTHER_NODES)}
+
+
+def verdict(scheduled: Obj | None) -> Obj | None:
+    """A PodScheduled condition as what it says about the pod's own nodes: every field, with a
+    FitError message as its own_reasons."""
+    if scheduled is None:
+        return None
+    try:
+        return {**scheduled, "message": own_reasons(str(scheduled.get("message", "")))}
+    except ValueError:  # not a FitError (e.g. a SchedulerError): nothing counts other nodes
+        return scheduled
+
+
 def scheduling_message(pod: Obj) -> str:
     c = condition(pod, "PodScheduled")
     return str(c.get("message", "")) if c else ""

@@ -45,6 +45,12 @@ class Timeouts:
     # above what a healthy API server takes, well below the 30 s in which a CLI must fail.
     # A watch waits its timeoutSeconds on top (fake_driver.apiclient.request_timeout).
     api_request: float = 15.0
+    # xdist workers sharing one session cluster: another worker starting it (control plane,
+    # and real nodes with --real-nodes) ...
+    shared_cluster_start: float = 600.0
+    # ... and, before its owner stops it, the other workers finishing their last test (the
+    # longest suites test, a real-node one, takes about a minute alone; more under load).
+    workers_detach: float = 900.0
 
 
 TIMEOUTS = Timeouts()
