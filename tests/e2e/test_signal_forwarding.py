@@ -3,6 +3,7 @@ pytest children once: their teardown runs, nothing outlives the command, and it 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,8 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness.clusters.rundirs import runs_root
 from harness.versions import REPO_ROOT, load_matrix
 from harness.waits import TIMEOUTS, wait_for
+from tests.e2e.lifecycle_probe import processes_of
 
 TARGET = "tests/e2e/stop_target.py"
 
@@ -22,7 +25,7 @@ def _commands() -> dict[str, list[str]]:
     cell = f"{load_matrix().default_minor}/nvidia-v25.12/dra-all"
     return {
         "matrix": ["matrix", "--cells", cell, "--suite", TARGET, "--no-report", "-j", "1"],
-        "run": ["run", TARGET],
+        "run": ["run", "-n", "0", f"{TARGET}::test_waits_for_a_stop"],
     }
 
 
@@ -55,3 +58,37 @@ def test_a_stop_signal_runs_the_pytest_teardown_and_exits_128_plus_n(
         assert "interrupted: stopping running cells" in out
     else:
         assert "dra-harness: interrupted" in out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_stopped_parallel_run_stops_its_one_shared_cluster(tmp_path: Path, sig: signal.Signals) -> None:
+    target = f"{TARGET}::test_waits_on_the_shared_cluster_for_a_stop"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "-n", "2", target],
+        cwd=REPO_ROOT,
+        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        probes = wait_for(
+            lambda: sorted(tmp_path.glob("on-cluster-*")),
+            lambda found: len(found) == 2,
+            timeout=TIMEOUTS.shared_cluster_start,
+            describe="both workers' tests on the cluster",
+        )
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=TIMEOUTS.deletion)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, out
+    matrix = load_matrix()
+    run_dirs = [
+        runs_root() / f"{matrix.default_minor}-{matrix.default_profile}-{p.name.removeprefix('on-cluster-')}-"
+        f"{json.loads(p.read_text())['pid']}"
+        for p in probes
+    ]
+    assert sum((d / "state.json").exists() for d in run_dirs) == 1, run_dirs  # one owner started it
+    assert [p for d in run_dirs for p in processes_of(d)] == []
