@@ -87,25 +87,25 @@ _PERCENT = re.compile(rb"\[\s*(\d+)%\]")
 _RAN = {0: "passed", 1: "failed", 5: "passed"}
 
 
-def _percent(log: Path) -> int:
-    """pytest's own progress ("[ 42%]") from the tail of the cell's log."""
+def _tail_matches(log: Path, pattern: re.Pattern[bytes]) -> list[bytes]:
+    """`pattern`'s groups in the tail of the cell's log."""
     try:
         with log.open("rb") as f:
             f.seek(max(0, log.stat().st_size - 4096))
-            hits = _PERCENT.findall(f.read())
+            return pattern.findall(f.read())
     except OSError:
-        return 0
+        return []
+
+
+def _percent(log: Path) -> int:
+    """pytest's own progress ("[ 42%]") from the tail of the cell's log."""
+    hits = _tail_matches(log, _PERCENT)
     return int(hits[-1]) if hits else 0
 
 
 def _progress(log: Path) -> str:
     """The cell's latest progress line ("40/96 tests, 1 failed, 2m10s elapsed, ETA 3m02s")."""
-    try:
-        with log.open("rb") as f:
-            f.seek(max(0, log.stat().st_size - 4096))
-            hits = _PROGRESS.findall(f.read())
-    except OSError:
-        return ""
+    hits = _tail_matches(log, _PROGRESS)
     return hits[-1].decode(errors="replace") if hits else ""
 
 

@@ -42,6 +42,10 @@ def _devices_per_node(kube: Kube) -> dict[str, int]:
     return counts
 
 
+def _wait_l4_slices(kube: Kube, describe: str) -> None:
+    wait_for(lambda: _devices_per_node(kube), lambda d: d == {"l4-0": 2}, timeout=30, describe=describe)
+
+
 def _publisher(name: str) -> ProcessIdentity:
     record = named.running(name)
     assert record is not None
@@ -73,12 +77,7 @@ def test_the_supervisor_restarts_a_killed_publisher_and_the_slices_stay(name: st
     kube.delete(
         resource_api(), "ResourceSlice", kube.list(resource_api(), "ResourceSlice")[0]["metadata"]["name"]
     )
-    wait_for(
-        lambda: _devices_per_node(kube),
-        lambda d: d == {"l4-0": 2},
-        timeout=30,
-        describe="the restarted publisher republishing a deleted slice",
-    )
+    _wait_l4_slices(kube, "the restarted publisher republishing a deleted slice")
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
     assert not second.alive()
     assert processes_of(named.state_dir(name)) == []
@@ -125,11 +124,6 @@ def test_a_publisher_that_keeps_dying_is_restarted_after_growing_delays(name: st
     ]
     assert all(gap >= delay for gap, delay in zip(gaps, delays, strict=True)), gaps
     kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
-    wait_for(
-        lambda: _devices_per_node(kube),
-        lambda d: d == {"l4-0": 2},
-        timeout=30,
-        describe="l4-0's slices from the fifth publisher",
-    )
+    _wait_l4_slices(kube, "l4-0's slices from the fifth publisher")
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
     assert not current.alive()

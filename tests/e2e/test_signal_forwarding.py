@@ -8,7 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 import pytest
@@ -19,6 +21,7 @@ from harness.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import processes_of
 
 TARGET = "tests/e2e/stop_target.py"
+T = TypeVar("T")
 
 
 def _commands() -> dict[str, list[str]]:
@@ -29,29 +32,44 @@ def _commands() -> dict[str, list[str]]:
     }
 
 
-@pytest.mark.parametrize("command", ["matrix", "run"])
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
-def test_a_stop_signal_runs_the_pytest_teardown_and_exits_128_plus_n(
-    tmp_path: Path, sig: signal.Signals, command: str
-) -> None:
-    argv = _commands()[command]
-    proc = subprocess.Popen(
+def _start(argv: list[str], probe: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "harness.cli", *argv],
         cwd=REPO_ROOT,
-        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(tmp_path)},
+        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(probe)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def _stopped(proc: subprocess.Popen[str], sig: signal.Signals, ready: Callable[[], T]) -> tuple[T, str]:
+    """`ready()` once the run is where the test wants it, then `sig`; the run's output."""
     try:
-        wait_for(lambda: (tmp_path / "setup").exists(), timeout=120, describe="the cell's test to start")
-        pytest_pid = int((tmp_path / "setup").read_text())
+        got = ready()
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=TIMEOUTS.deletion)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 128 + sig, out
+    return got, out
+
+
+@pytest.mark.parametrize("command", ["matrix", "run"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_stop_signal_runs_the_pytest_teardown_and_exits_128_plus_n(
+    tmp_path: Path, sig: signal.Signals, command: str
+) -> None:
+    proc = _start(_commands()[command], tmp_path)
+    _, out = _stopped(
+        proc,
+        sig,
+        lambda: wait_for(
+            lambda: (tmp_path / "setup").exists(), timeout=120, describe="the cell's test to start"
+        ),
+    )
+    pytest_pid = int((tmp_path / "setup").read_text())
     assert (tmp_path / "teardown").read_text() == str(pytest_pid)
     assert not psutil.pid_exists(pytest_pid) or psutil.Process(pytest_pid).status() == psutil.STATUS_ZOMBIE
     if command == "matrix":
@@ -62,28 +80,17 @@ def test_a_stop_signal_runs_the_pytest_teardown_and_exits_128_plus_n(
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_a_stopped_parallel_run_stops_its_one_shared_cluster(tmp_path: Path, sig: signal.Signals) -> None:
-    target = f"{TARGET}::test_waits_on_the_shared_cluster_for_a_stop"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", "-n", "2", target],
-        cwd=REPO_ROOT,
-        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(tmp_path)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        probes = wait_for(
+    proc = _start(["run", "-n", "2", f"{TARGET}::test_waits_on_the_shared_cluster_for_a_stop"], tmp_path)
+    probes, _ = _stopped(
+        proc,
+        sig,
+        lambda: wait_for(
             lambda: sorted(tmp_path.glob("on-cluster-*")),
             lambda found: len(found) == 2,
             timeout=TIMEOUTS.shared_cluster_start,
             describe="both workers' tests on the cluster",
-        )
-        proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=TIMEOUTS.deletion)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 128 + sig, out
+        ),
+    )
     matrix = load_matrix()
     run_dirs = [
         runs_root() / f"{matrix.default_minor}-{matrix.default_profile}-{p.name.removeprefix('on-cluster-')}-"
