@@ -82,13 +82,16 @@ def unschedulable_reasons(message: str) -> dict[str, int]:
     return reasons
 
 
-# Verdicts on nodes that are not the pod's: other tests add and remove such nodes while a pod
-# waits, so their count in the scheduler's message changes (parallel tests on one cluster).
-_OTHER_NODES = ("node(s) didn't match Pod's node affinity/selector", "node(s) had untolerated taint")
+# Verdicts on nodes that are not the pod's: other tests add, cordon, taint and remove such
+# nodes while a pod waits, so their counts in the scheduler's message change (parallel tests
+# on one cluster). The node-level filters (node selector, taints, cordon, ports, ...) word
+# their reasons "node(s) ..."; a pod pinned to its own nodes fails there on its resources.
+_OTHER_NODES = "node(s) "
 
 
 def own_reasons(message: str) -> dict[str, int]:
-    """unschedulable_reasons without the counts of nodes the pod cannot use anyway."""
+    """unschedulable_reasons without the node-level filters' counts (nodes the pod, pinned to
+    its own nodes, cannot use anyway)."""
     return {k: v for k, v in unschedulable_reasons(message).items() if not k.startswith(_OTHER_NODES)}
 
 
