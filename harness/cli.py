@@ -5,7 +5,7 @@
         [--nodes]                              ... and the real nodes' kubelet, containerd, images
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
         [--real-nodes N]                       ... with N real nodes (kubelet, containerd, fake driver)
-    dra-harness run [PATH...] [-- ARGS]        the main job: suites on the default cell, reports
+    dra-harness run [-n 4] [PATH...] [-- ARGS] the main job: suites on the default cell, reports
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
     dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
@@ -38,6 +38,10 @@ from harness.errors import HarnessError, WaitTimeout
 from harness.outputs import check_output
 from harness.redaction import redact
 from harness.versions import load_matrix
+
+# xdist workers of `run` on one cluster: most of a suite test is waiting on the cluster, so
+# more workers than the 2 cores a CI runner has (bench/parallel_cell.py measured the choice).
+RUN_WORKERS = 4
 
 
 def cmd_versions(_: argparse.Namespace) -> int:
@@ -152,7 +156,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.run import run_suites
 
-    return run_suites(args.k8s_version, args.gates, args.paths, args.pytest_args)
+    extra = [*(["-n", str(args.xdist)] if args.xdist else []), *args.pytest_args]
+    return run_suites(args.k8s_version, args.gates, args.paths, extra)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -317,6 +322,13 @@ def _run_parsers(sub: Subparsers) -> None:
     run.add_argument("-k", "--k8s-version", type=nonempty)
     run.add_argument("-g", "--gates", type=nonempty)
     run.add_argument("paths", nargs="*", type=nonempty, help="test paths or node ids (default: suites)")
+    run.add_argument(
+        "-n",
+        "--xdist",
+        type=nonnegative_int,
+        default=RUN_WORKERS,
+        help=f"pytest-xdist workers on the one session cluster (default {RUN_WORKERS}; 0: one process)",
+    )
     run.set_defaults(func=cmd_run)
 
     mx = sub.add_parser("matrix", help="run the suites on many cells in parallel, then the readiness report")

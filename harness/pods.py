@@ -82,6 +82,30 @@ def unschedulable_reasons(message: str) -> dict[str, int]:
     return reasons
 
 
+# Verdicts on nodes that are not the pod's: other tests add, cordon, taint and remove such
+# nodes while a pod waits, so their counts in the scheduler's message change (parallel tests
+# on one cluster). The node-level filters (node selector, taints, cordon, ports, ...) word
+# their reasons "node(s) ..."; a pod pinned to its own nodes fails there on its resources.
+_OTHER_NODES = "node(s) "
+
+
+def own_reasons(message: str) -> dict[str, int]:
+    """unschedulable_reasons without the node-level filters' counts (nodes the pod, pinned to
+    its own nodes, cannot use anyway)."""
+    return {k: v for k, v in unschedulable_reasons(message).items() if not k.startswith(_OTHER_NODES)}
+
+
+def verdict(scheduled: Obj | None) -> Obj | None:
+    """A PodScheduled condition as what it says about the pod's own nodes: every field, with a
+    FitError message as its own_reasons."""
+    if scheduled is None:
+        return None
+    try:
+        return {**scheduled, "message": own_reasons(str(scheduled.get("message", "")))}
+    except ValueError:  # not a FitError (e.g. a SchedulerError): nothing counts other nodes
+        return scheduled
+
+
 def scheduling_message(pod: Obj) -> str:
     c = condition(pod, "PodScheduled")
     return str(c.get("message", "")) if c else ""

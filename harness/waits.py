@@ -45,6 +45,16 @@ class Timeouts:
     # above what a healthy API server takes, well below the 30 s in which a CLI must fail.
     # A watch waits its timeoutSeconds on top (fake_driver.apiclient.request_timeout).
     api_request: float = 15.0
+    # A pod only the scheduler's unschedulable-queue flush retries: kept there at most
+    # DefaultPodMaxInUnschedulablePodsDuration (5 min), flushed every 30 s (kubernetes
+    # v1.34.4 pkg/scheduler/backend/queue/scheduling_queue.go), then scheduled.
+    unschedulable_flush: float = 5 * 60.0 + 30.0
+    # xdist workers sharing one session cluster: another worker starting it (control plane,
+    # and real nodes with --real-nodes) ...
+    shared_cluster_start: float = 600.0
+    # ... and, before its owner stops it, the other workers finishing their last test (the
+    # longest suites test, a real-node one, takes about a minute alone; more under load).
+    workers_detach: float = 900.0
 
 
 TIMEOUTS = Timeouts()

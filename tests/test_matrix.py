@@ -290,3 +290,40 @@ def test_missing_control_planes_are_built_first_with_progress(monkeypatch: pytes
         "k8slocal 1.36: 10/20 packages, 5s",
         "control plane v1.36.3: /cache/1.36/k8slocal",
     ]
+
+
+def test_a_cells_latest_progress_line_is_read_from_its_log(tmp_path: Path) -> None:
+    from harness.matrix.runner import _progress
+
+    log = tmp_path / "pytest.log"
+    assert _progress(log) == ""
+    log.write_text(
+        "....progress 1.37/dra-all: 10/96 tests, 30s elapsed, ETA 4m18s\n"
+        "..F.progress 1.37/dra-all: 40/96 tests, 1 failed, 2m10s elapsed, ETA 3m02s\n..."
+    )
+    assert _progress(log) == "40/96 tests, 1 failed, 2m10s elapsed, ETA 3m02s"
+
+
+def test_display_shows_running_cells_progress_in_the_table_and_as_plain_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import harness.matrix.display as display_module
+
+    run = CellRun(Cell("1.37", "p", "dra-all"), Path("/x"), Path("/cx"))
+    run.state, run.progress = "running", "40/96 tests, 1 failed, 2m10s elapsed, ETA 3m02s"
+    tty = io.StringIO()
+    Display([run], tty, tty=True).tick()
+    assert "1.37/p/dra-all" in tty.getvalue()
+    assert "  40/96 tests, 1 failed, 2m10s elapsed, ETA 3m02s\n" in tty.getvalue()
+
+    monkeypatch.setattr(display_module, "PLAIN_EVERY", 0.0)
+    plain = io.StringIO()
+    display = Display([run], plain, tty=False)
+    display.tick()
+    display.tick()  # the same progress again: not repeated
+    lines = plain.getvalue().splitlines()
+    assert len(lines) == 1
+    assert lines[0].endswith(
+        "] 1.37/p/dra-all                     running   40/96 tests, 1 failed, 2m10s elapsed, ETA 3m02s"
+    )
+    assert "\x1b[" not in plain.getvalue()

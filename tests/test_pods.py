@@ -37,3 +37,23 @@ def test_text_after_the_reasons_differs_by_minor() -> None:
 def test_other_text_is_refused() -> None:
     with pytest.raises(ValueError, match="not a scheduler FitError message"):
         unschedulable_reasons("pod has unbound immediate PersistentVolumeClaims")
+
+
+def test_a_verdict_keeps_the_pods_own_reasons_and_drops_other_tests_nodes() -> None:
+    from harness.pods import own_reasons, verdict
+
+    before = (
+        "0/3 nodes are available: 1 cannot allocate all claims, "
+        "2 node(s) didn't match Pod's node affinity/selector. preemption: not helpful"
+    )
+    after = (
+        "0/6 nodes are available: 1 cannot allocate all claims, 1 node(s) were unschedulable, "
+        "1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector."
+    )
+    assert own_reasons(before) == own_reasons(after) == {"cannot allocate all claims": 1}
+    cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": before}
+    assert verdict(cond) == verdict({**cond, "message": after})
+    assert verdict(cond) != verdict({**cond, "message": after.replace("1 cannot", "2 cannot")})
+    error = {**cond, "reason": "SchedulerError", "message": "CEL runtime error: no such key: index"}
+    assert verdict(error) == error
+    assert verdict(None) is None

@@ -35,18 +35,21 @@ def _paths_and_extra(cmd: Sequence[str]) -> tuple[list[str], list[str]]:
     return list(cmd[3:first]), list(cmd[last + 1 :])
 
 
-def test_run_without_paths_runs_the_suites(pytest_cmd: list[list[str]]) -> None:
+def test_run_without_paths_runs_the_suites_on_xdist_workers(pytest_cmd: list[list[str]]) -> None:
     assert cli.main(["run"]) == 0
-    assert _paths_and_extra(pytest_cmd[0]) == (["suites"], [])
+    assert _paths_and_extra(pytest_cmd[0]) == (["suites"], ["-n", str(cli.RUN_WORKERS)])
+    assert cli.main(["run", "-n", "0"]) == 0
+    assert _paths_and_extra(pytest_cmd[1]) == (["suites"], [])
 
 
 def test_run_with_paths_runs_only_those_and_passes_what_follows_the_dashes(
     pytest_cmd: list[list[str]],
 ) -> None:
-    assert cli.main(["run", "suites/smoke", "-k", "1.36", "--", "-x", "-k", "not slow", "--", "z"]) == 0
+    argv = ["run", "suites/smoke", "-k", "1.36", "-n", "2", "--", "-x", "-k", "not slow", "--", "z"]
+    assert cli.main(argv) == 0
     assert _paths_and_extra(pytest_cmd[0]) == (
         [str(REPO_ROOT / "suites" / "smoke")],
-        ["-x", "-k", "not slow", "--", "z"],
+        ["-n", "2", "-x", "-k", "not slow", "--", "z"],
     )
     assert "--k8s-version=1.36" in pytest_cmd[0]
 

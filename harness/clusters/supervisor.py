@@ -22,7 +22,10 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
+
+import tenacity
 
 from fake_driver.errors import FakeDriverError
 from harness.clusters.identity import ProcessIdentity
@@ -73,8 +76,24 @@ class _OwnerWatch:
         self._done.set()
 
 
+# A publisher that keeps dying (a bad kubeconfig, an API server refusing it) is restarted
+# after 1, 2, 4, ... s, at most RESTART_MAX_DELAY apart; one that stayed up for STABLE_SECONDS
+# starts the sequence afresh.
+RESTART_MAX_DELAY = 30.0
+STABLE_SECONDS = 60.0
+_RESTART_WAIT = tenacity.wait_exponential(multiplier=1.0, min=1.0, max=RESTART_MAX_DELAY)
+
+
+def restart_delay(failures: int) -> float:
+    """Seconds to wait before the restart after `failures` consecutive exits (1, 2, 4, ...)."""
+    state = tenacity.RetryCallState(retry_object=tenacity.Retrying(), fn=None, args=(), kwargs={})
+    state.attempt_number = failures
+    return float(_RESTART_WAIT(state))
+
+
 class _Fleet:
-    """The GPU fleet (harness.clusters.gpufleet) and its publisher, restarted if it dies."""
+    """The GPU fleet (harness.clusters.gpufleet) and its publisher, restarted with a backoff if
+    it dies."""
 
     def __init__(self, fleet_file: Path, cluster: LocalCluster, state_dir: Path) -> None:
         from harness.clusters import gpufleet
@@ -92,14 +111,29 @@ class _Fleet:
             "fake-driver-publisher", argv, cluster.log_path("fake-driver-publisher")
         )
         self.publisher.start()
+        self.started = time.monotonic()
         self.restarts = 0
+        self.failures = 0  # exits since the publisher last stayed up STABLE_SECONDS
+        self.due: float | None = None  # when the pending restart may happen
 
-    def keep_running(self) -> bool:
-        """Restart the publisher if it has exited; True if it did."""
-        if self.publisher.running():
+    def keep_running(self, now: float | None = None) -> bool:
+        """Restart the publisher if it has exited and its backoff has passed; True if it did."""
+        now = time.monotonic() if now is None else now
+        if self.due is None and self.publisher.running():
+            if now - self.started >= STABLE_SECONDS:
+                self.failures = 0
             return False
+        if self.due is None:
+            self.failures += 1
+            self.due = now + restart_delay(self.failures)
+            print(
+                f"fake-driver-publisher exited: restart {self.restarts + 1} in {self.due - now:.0f}s",
+                flush=True,
+            )
+        if now < self.due:
+            return False
+        self.due, self.started = None, now
         self.restarts += 1
-        print(f"fake-driver-publisher exited: restart {self.restarts}", flush=True)
         self.publisher.start()
         return True
 
@@ -123,7 +157,7 @@ def _record(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | Non
 def _serve(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None, watch: _OwnerWatch) -> int:
     """Until a stop signal (returned): acknowledgements, and the publisher kept running."""
     while True:
-        got = signal.sigtimedwait({*_STOP, ACKNOWLEDGE}, 2.0)
+        got = signal.sigtimedwait({*_STOP, ACKNOWLEDGE}, 0.5)  # below the shortest restart delay
         if got is None:
             if fleet is not None and fleet.keep_running():
                 write_record(args.state_dir, _record(args, cluster, fleet))

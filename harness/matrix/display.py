@@ -1,5 +1,6 @@
 """Matrix progress: one line per cell state change; on a terminal a compact status table is
-redrawn in place as well."""
+redrawn in place as well, with each running cell's tests done/total, failures, elapsed and
+ETA; elsewhere (CI logs) those as plain lines every PLAIN_EVERY seconds."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class CellRun(Protocol):
     started: float
     wall_seconds: float
     percent: int
+    progress: str
     totals: dict[str, int]
     note: str
 
@@ -33,6 +35,9 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
+PLAIN_EVERY = 30.0
+
+
 class Display:
     """Progress: one line per cell state change; on a TTY, a status table redrawn in place."""
 
@@ -41,6 +46,8 @@ class Display:
         self.tty = out.isatty() if tty is None else tty
         self._drawn = 0
         self._t0 = time.monotonic()
+        self._plain = self._t0
+        self._said: dict[str, str] = {}
 
     def _stamp(self) -> str:
         return f"[{time.monotonic() - self._t0:6.0f}s]"
@@ -66,6 +73,15 @@ class Display:
         if self.tty:
             self._erase()
             self._table()
+            return
+        now = time.monotonic()
+        if now - self._plain < PLAIN_EVERY:
+            return
+        self._plain = now
+        for r in self.runs:
+            if r.state == "running" and r.progress and self._said.get(r.cell.id) != r.progress:
+                self._said[r.cell.id] = r.progress
+                self.line(f"{r.cell.id:<34} running   {r.progress}")
 
     def _erase(self) -> None:
         if self.tty and self._drawn:
@@ -81,7 +97,8 @@ class Display:
         for r in self.runs:
             secs = (now - r.started) if r.state == "running" else r.wall_seconds
             pct = f"{r.percent:3d}%" if r.state == "running" else "    "
-            rows.append(f"  {r.cell.id:<34} {r.state:<11} {pct} {secs:5.0f}s")
+            tests = f"  {r.progress}" if r.state == "running" and r.progress else ""
+            rows.append(f"  {r.cell.id:<34} {r.state:<11} {pct} {secs:5.0f}s{tests}")
         self.out.write("\n".join(rows) + "\n")
         self.out.flush()
         self._drawn = len(rows)

@@ -47,6 +47,9 @@ from harness.versions import REPO_ROOT, Matrix
 
 DEFAULT_JOBS = 2
 ISOLATED = ("-p", "no:cacheprovider")  # cells in parallel share no pytest cache
+# The cells' progress lines (fixtures/progress.py) in their logs, read for the display.
+PROGRESS_EVERY = ("--progress-interval=10",)
+_PROGRESS = re.compile(rb"progress [^:\n]+: ([^\r\n]+)")
 
 
 @dataclass
@@ -59,6 +62,7 @@ class CellRun:
     started: float = 0.0
     wall_seconds: float = 0.0
     percent: int = 0
+    progress: str = ""  # the cell's latest progress line, after "progress <cell>: "
     totals: dict[str, int] = field(default_factory=dict)
     note: str = ""
 
@@ -83,15 +87,26 @@ _PERCENT = re.compile(rb"\[\s*(\d+)%\]")
 _RAN = {0: "passed", 1: "failed", 5: "passed"}
 
 
-def _percent(log: Path) -> int:
-    """pytest's own progress ("[ 42%]") from the tail of the cell's log."""
+def _tail_matches(log: Path, pattern: re.Pattern[bytes]) -> list[bytes]:
+    """`pattern`'s groups in the tail of the cell's log."""
     try:
         with log.open("rb") as f:
             f.seek(max(0, log.stat().st_size - 4096))
-            hits = _PERCENT.findall(f.read())
+            return pattern.findall(f.read())
     except OSError:
-        return 0
+        return []
+
+
+def _percent(log: Path) -> int:
+    """pytest's own progress ("[ 42%]") from the tail of the cell's log."""
+    hits = _tail_matches(log, _PERCENT)
     return int(hits[-1]) if hits else 0
+
+
+def _progress(log: Path) -> str:
+    """The cell's latest progress line ("40/96 tests, 1 failed, 2m10s elapsed, ETA 3m02s")."""
+    hits = _tail_matches(log, _PROGRESS)
+    return hits[-1].decode(errors="replace") if hits else ""
 
 
 def _totals(summary: Path) -> dict[str, int]:
@@ -128,7 +143,7 @@ def _run_cell(
     run.started = time.monotonic()
     with log.open("wb") as out:
         proc = popen_child(
-            pytest_command(run.cell, run.dir, paths, [*ISOLATED, *extra]),
+            pytest_command(run.cell, run.dir, paths, [*ISOLATED, *PROGRESS_EVERY, *extra]),
             cwd=REPO_ROOT,
             env=env,
             stdout=out,
@@ -225,6 +240,7 @@ class _Workers:
                 for r in self.runs:
                     if r.state == "running":
                         r.percent = _percent(r.dir / "pytest.log")
+                        r.progress = _progress(r.dir / "pytest.log")
                 display.tick()
                 continue
             display.event(run)

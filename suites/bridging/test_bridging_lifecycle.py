@@ -115,8 +115,9 @@ def test_pod_created_before_its_device_class_runs_once_the_class_appears(
         )
     )
     # 1.34: the class's event does not requeue the pod; another event, or the unschedulable
-    # queue's 5-minute flush (podMaxInUnschedulablePodsDuration), does.
-    late_run = TIMEOUTS.pod_running if class_add_requeues_fit_rejected_pod(cell.number) else 330.0
+    # queue's flush, does.
+    requeued = class_add_requeues_fit_rejected_pod(cell.number)
+    late_run = TIMEOUTS.pod_running if requeued else TIMEOUTS.unschedulable_flush
     wait_phase(kube, namespace, "early", "Running", timeout=late_run)
     [claim] = claims_of(kube, namespace, "early")
     assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == class_name

@@ -17,8 +17,8 @@ from harness.expectations import (
 from harness.kube import Kube
 from harness.objects import Created
 from harness.pods import (
+    own_reasons,
     scheduling_message,
-    unschedulable_reasons,
     wait_phase,
     wait_unschedulable,
 )
@@ -99,7 +99,7 @@ def test_init_and_regular_containers_share_one_claim_with_exact_mappings(
 
     if not init_containers_reuse_bridged_devices(cell.number):  # 1.34: 3 + 2 + 1 devices of 4
         stuck = wait_unschedulable(kube, namespace, "multi")
-        assert unschedulable_reasons(scheduling_message(stuck)) == {"cannot allocate all claims": 1}
+        assert own_reasons(scheduling_message(stuck)) == {"cannot allocate all claims": 1}
         return
     pod = wait_phase(kube, namespace, "multi", "Running")
 

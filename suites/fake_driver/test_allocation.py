@@ -10,7 +10,14 @@ from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
 from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube
-from harness.pods import condition, create_claim_pod, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.pods import (
+    condition,
+    create_claim_pod,
+    own_reasons,
+    verdict,
+    wait_phase,
+    wait_unschedulable,
+)
 from harness.waits import TIMEOUTS, assert_stays
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
@@ -77,10 +84,12 @@ def test_dynamic_mig_full_gpu_waits_for_its_mig_device(
     assert scheduled is not None
     assert scheduled["reason"] == "Unschedulable"
     # The text after the reasons differs by minor (1.36 adds "still not schedulable,").
-    assert unschedulable_reasons(scheduled["message"]) == {"cannot allocate all claims": 1}
+    assert own_reasons(scheduled["message"]) == {"cannot allocate all claims": 1}
     assert_stays(
         lambda: kube.get("v1", "Pod", "full", namespace),
-        lambda p: p["status"]["phase"] == "Pending" and condition(p, "PodScheduled") == scheduled,
+        lambda p: (
+            p["status"]["phase"] == "Pending" and verdict(condition(p, "PodScheduled")) == verdict(scheduled)
+        ),
         duration=TIMEOUTS.stays_pending,
         describe="pod full Pending while gpu-0's MIG device is allocated",
     )

@@ -14,6 +14,7 @@ from harness.pods import (
     create_claim_pod,
     scheduling_message,
     unschedulable_reasons,
+    verdict,
     wait_phase,
     wait_unschedulable,
 )
@@ -29,7 +30,9 @@ HINT_1_37 = (
 def _pending(kube: Kube, namespace: str, name: str, scheduled: Obj | None) -> None:
     assert_stays(
         lambda: kube.get("v1", "Pod", name, namespace),
-        lambda p: p["status"]["phase"] == "Pending" and condition(p, "PodScheduled") == scheduled,
+        lambda p: (
+            p["status"]["phase"] == "Pending" and verdict(condition(p, "PodScheduled")) == verdict(scheduled)
+        ),
         duration=TIMEOUTS.stays_pending,
         describe=f"pod {name} Pending with the same PodScheduled condition",
     )

@@ -31,7 +31,7 @@ def test_scheduler_allocates_a_device_from_a_resource_slice(
     node = pool.node_names()[0]
     class_name = f"{namespace}-gpu"
     objects.create(b.device_class(class_name, selectors=[f'device.driver == "{DRIVER}"']))
-    kube.create(
+    objects.create(  # cluster-scoped, and no ownerReference to the node: deleted by the test
         b.resource_slice(
             f"{node}-smoke",
             driver=DRIVER,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from harness.builders import resource_api
 from harness.clusters import named
 from harness.clusters.identity import ProcessIdentity
+from harness.clusters.supervisor import restart_delay
 from harness.kube import Kube
 from harness.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import cli, finish, processes_of
@@ -38,6 +40,10 @@ def _devices_per_node(kube: Kube) -> dict[str, int]:
         node = s["spec"]["nodeName"]
         counts[node] = counts.get(node, 0) + len(s["spec"]["devices"])
     return counts
+
+
+def _wait_l4_slices(kube: Kube, describe: str) -> None:
+    wait_for(lambda: _devices_per_node(kube), lambda d: d == {"l4-0": 2}, timeout=30, describe=describe)
 
 
 def _publisher(name: str) -> ProcessIdentity:
@@ -71,12 +77,7 @@ def test_the_supervisor_restarts_a_killed_publisher_and_the_slices_stay(name: st
     kube.delete(
         resource_api(), "ResourceSlice", kube.list(resource_api(), "ResourceSlice")[0]["metadata"]["name"]
     )
-    wait_for(
-        lambda: _devices_per_node(kube),
-        lambda d: d == {"l4-0": 2},
-        timeout=30,
-        describe="the restarted publisher republishing a deleted slice",
-    )
+    _wait_l4_slices(kube, "the restarted publisher republishing a deleted slice")
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
     assert not second.alive()
     assert processes_of(named.state_dir(name)) == []
@@ -92,3 +93,37 @@ def test_no_fleet_gives_a_bare_cluster(name: str) -> None:
     record = named.running(name)
     assert record is not None
     assert "fake-driver-publisher" not in record.components
+
+
+def _restarted(name: str, old: int, n: int) -> ProcessIdentity:
+    return wait_for(
+        lambda: _publisher(name),
+        lambda p: p.pid != old and p.alive(),
+        timeout=TIMEOUTS.node_ready,
+        describe=f"the supervisor's record naming publisher restart {n}",
+    )
+
+
+def test_a_publisher_that_keeps_dying_is_restarted_after_growing_delays(name: str, tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(FLEET)
+    code, _, err = finish(cli("cluster", "up", "--name", name, "--fleet", str(fleet)), "cluster up")
+    assert code == 0, err
+    delays = [restart_delay(n) for n in range(1, 5)]
+    assert delays == [1.0, 2.0, 4.0, 8.0]
+    gaps = []
+    current = _publisher(name)
+    for n in range(1, 5):
+        os.kill(current.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        current = _restarted(name, current.pid, n)
+        gaps.append(time.monotonic() - killed)
+    log = (named.state_dir(name) / named.LOG).read_text().splitlines()
+    assert [line for line in log if line.startswith("fake-driver-publisher exited")] == [
+        f"fake-driver-publisher exited: restart {n} in {d:.0f}s" for n, d in enumerate(delays, 1)
+    ]
+    assert all(gap >= delay for gap, delay in zip(gaps, delays, strict=True)), gaps
+    kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
+    _wait_l4_slices(kube, "l4-0's slices from the fifth publisher")
+    assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
+    assert not current.alive()

@@ -3,27 +3,57 @@ pytest children once: their teardown runs, nothing outlives the command, and it 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 import pytest
 
+from harness.clusters.rundirs import runs_root
 from harness.versions import REPO_ROOT, load_matrix
 from harness.waits import TIMEOUTS, wait_for
+from tests.e2e.lifecycle_probe import processes_of
 
 TARGET = "tests/e2e/stop_target.py"
+T = TypeVar("T")
 
 
 def _commands() -> dict[str, list[str]]:
     cell = f"{load_matrix().default_minor}/nvidia-v25.12/dra-all"
     return {
         "matrix": ["matrix", "--cells", cell, "--suite", TARGET, "--no-report", "-j", "1"],
-        "run": ["run", TARGET],
+        "run": ["run", "-n", "0", f"{TARGET}::test_waits_for_a_stop"],
     }
+
+
+def _start(argv: list[str], probe: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *argv],
+        cwd=REPO_ROOT,
+        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(probe)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _stopped(proc: subprocess.Popen[str], sig: signal.Signals, ready: Callable[[], T]) -> tuple[T, str]:
+    """`ready()` once the run is where the test wants it, then `sig`; the run's output."""
+    try:
+        got = ready()
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=TIMEOUTS.deletion)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, out
+    return got, out
 
 
 @pytest.mark.parametrize("command", ["matrix", "run"])
@@ -31,27 +61,41 @@ def _commands() -> dict[str, list[str]]:
 def test_a_stop_signal_runs_the_pytest_teardown_and_exits_128_plus_n(
     tmp_path: Path, sig: signal.Signals, command: str
 ) -> None:
-    argv = _commands()[command]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *argv],
-        cwd=REPO_ROOT,
-        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(tmp_path)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = _start(_commands()[command], tmp_path)
+    _, out = _stopped(
+        proc,
+        sig,
+        lambda: wait_for(
+            lambda: (tmp_path / "setup").exists(), timeout=120, describe="the cell's test to start"
+        ),
     )
-    try:
-        wait_for(lambda: (tmp_path / "setup").exists(), timeout=120, describe="the cell's test to start")
-        pytest_pid = int((tmp_path / "setup").read_text())
-        proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=TIMEOUTS.deletion)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 128 + sig, out
+    pytest_pid = int((tmp_path / "setup").read_text())
     assert (tmp_path / "teardown").read_text() == str(pytest_pid)
     assert not psutil.pid_exists(pytest_pid) or psutil.Process(pytest_pid).status() == psutil.STATUS_ZOMBIE
     if command == "matrix":
         assert "interrupted: stopping running cells" in out
     else:
         assert "dra-harness: interrupted" in out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_stopped_parallel_run_stops_its_one_shared_cluster(tmp_path: Path, sig: signal.Signals) -> None:
+    proc = _start(["run", "-n", "2", f"{TARGET}::test_waits_on_the_shared_cluster_for_a_stop"], tmp_path)
+    probes, _ = _stopped(
+        proc,
+        sig,
+        lambda: wait_for(
+            lambda: sorted(tmp_path.glob("on-cluster-*")),
+            lambda found: len(found) == 2,
+            timeout=TIMEOUTS.shared_cluster_start,
+            describe="both workers' tests on the cluster",
+        ),
+    )
+    matrix = load_matrix()
+    run_dirs = [
+        runs_root() / f"{matrix.default_minor}-{matrix.default_profile}-{p.name.removeprefix('on-cluster-')}-"
+        f"{json.loads(p.read_text())['pid']}"
+        for p in probes
+    ]
+    assert sum((d / "state.json").exists() for d in run_dirs) == 1, run_dirs  # one owner started it
+    assert [p for d in run_dirs for p in processes_of(d)] == []
