@@ -23,7 +23,9 @@ from fake_driver.personalities import get_personality
 from harness.clusters import engine
 from harness.clusters.kind import KindProvider, docker_problem, find_binary
 from harness.clusters.kind_config import DEFAULT_POOLS
+from harness.clusters.nodes import NodePool, create_pool, delete_pool
 from harness.errors import HarnessError
+from harness.kube import Kube
 from harness.versions import load_matrix
 from harness.waits import wait_for
 
@@ -201,3 +203,36 @@ def test_the_admission_policy_refuses_another_nodes_slice_to_the_plugin(kind_clu
     out = ok(kubectl(kc, "-n", NAMESPACE, "exec", pod, "--", "python", "-c", script, json.dumps(slice_)))
     assert out.startswith("422 "), out  # a policy's denial without a reason is Invalid
     assert f"this user running on node '{node}' may not modify resourceslices on node '{other}'" in out
+
+
+def test_the_suites_simulated_nodes_run_pods_beside_the_kind_workers(kind_cluster: KindProvider) -> None:
+    """kwok on the host keeps a suite's own node Ready on kind (so `--cluster-provider kind` runs
+    the suites), and the in-cluster driver's DaemonSets stay off it."""
+    kc = kind_cluster.kubeconfig
+    kube = Kube.from_kubeconfig(kc)
+    pool = NodePool(name=f"sim-{uuid.uuid4().hex[:6]}", count=1)
+    node = pool.node_names()[0]
+    name = f"on-{node}"
+    pod = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  nodeSelector: {{kubernetes.io/hostname: {node}}}
+  containers: [{{name: c, image: dra-harness/fake-driver:dev}}]
+"""
+    try:
+        create_pool(kube, pool)  # waits for Ready: kwok's lease heartbeat
+        ok(kubectl(kc, "apply", "-f", "-", stdin=pod))
+        phase = wait_for(
+            lambda: ok(kubectl(kc, "get", "pod", name, "-o", "jsonpath={.status.phase}")),
+            lambda p: p == "Running",
+            timeout=60,
+            describe=f"pod {name} Running on the simulated node",
+        )
+        assert phase == "Running"
+        assert node not in _pods(kc, "fake-driver-kubelet-plugin")
+    finally:
+        kubectl(kc, "delete", "pod", name, "--wait=false", "--ignore-not-found")
+        delete_pool(kube, pool)
+        kube.close()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from harness.clusters import health
-from harness.clusters.kwok import kwok_config
+from harness.clusters.kwok import kwok_config, kwok_flags
 from harness.clusters.realnodes import real_node_apiserver_flags
 
 if TYPE_CHECKING:
@@ -182,14 +182,7 @@ def _https_probe(port: str, path: str) -> Callable[[LocalCluster], Probe]:
 
 def _kwok_flags(c: LocalCluster) -> list[str]:
     config = kwok_config(c.matrix, c.run_dir / "kwok.yaml", pods=c.tuning.simulate_pods)
-    return [
-        f"--kubeconfig={c.kubeconfig}",
-        f"--config={config}",
-        "--manage-all-nodes=false",
-        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-        f"--server-address=127.0.0.1:{c.ports.kwok}",
-        "--node-lease-duration-seconds=40",
-    ]
+    return kwok_flags(c.kubeconfig, config, c.ports.kwok)
 
 
 def _kwok_probe(c: LocalCluster) -> Probe:

@@ -45,6 +45,7 @@ from harness.clusters.kind_config import (
     render_kind_config,
     to_yaml,
 )
+from harness.clusters.kind_kwok import KwokBesideKind
 from harness.clusters.kind_net import wire_pod_network
 from harness.controlplane.build import binary_path
 from harness.controlplane.gates import KnownGate, enabled_gates, known_gates
@@ -131,6 +132,7 @@ class KindProvider:
         matrix: Matrix | None = None,
         runner: Runner = run_command,
         start_engine: bool = True,
+        kwok: bool = True,
     ) -> None:
         self.matrix = matrix or load_matrix()
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
@@ -149,6 +151,8 @@ class KindProvider:
         self.local_image: str | None = None  # a node image built here (on our engine: no registry)
         self._kind: Any = None  # pytest_kind.KindCluster once started
         self._cell: Cell | None = None
+        # The suites' simulated nodes beside the kind workers (None: kind's own nodes only).
+        self._kwok = KwokBesideKind(self.matrix, self.kubeconfig, self.run_dir) if kwok else None
 
     @property
     def kubeconfig(self) -> Path:
@@ -225,6 +229,8 @@ class KindProvider:
             wire_pod_network(self.kubeconfig)
         if self.driver_image:
             self.deploy_driver(self.driver_image, kubectl)
+        if self._kwok is not None:
+            self._kwok.start()
         server = ExistingCluster(self.kubeconfig).start().cell()
         gates = server.gates or enabled_gates(self.profile, built_gates(self.minor) or {})
         self._cell = Cell(
@@ -280,6 +286,8 @@ class KindProvider:
             raise HarnessError(f"{' '.join(cmd[:3])} ... failed: {_last_line(out.stderr or out.stdout)}")
 
     def stop(self) -> None:
+        if self._kwok is not None:
+            self._kwok.stop()
         if self._kind is not None and not (self.keep and self.engine is None):
             self._kind.delete()  # a kept cluster cannot outlive our engine
         self._kind = None

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from harness.clusters.nodes import KWOK_ANNOTATION, KWOK_VALUE
 from harness.controlplane.build import module_dir
 from harness.versions import Matrix
 
@@ -63,3 +64,16 @@ def kwok_stages(matrix: Matrix, *, pods: bool = True) -> list[dict[str, Any]]:
 def kwok_config(matrix: Matrix, path: Path, *, pods: bool = True) -> Path:
     path.write_text(yaml.safe_dump_all(kwok_stages(matrix, pods=pods), sort_keys=False))
     return path
+
+
+def kwok_flags(kubeconfig: Path, config: Path, port: int) -> list[str]:
+    """kwok manages only the nodes of harness.clusters.nodes (by their annotation), never a real
+    kubelet's node; /healthz on 127.0.0.1:`port`."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--config={config}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}={KWOK_VALUE}",
+        f"--server-address=127.0.0.1:{port}",
+        "--node-lease-duration-seconds=40",
+    ]

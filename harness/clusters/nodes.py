@@ -11,6 +11,7 @@ from harness.waits import TIMEOUTS, wait_for
 
 POOL_LABEL = "dra-harness.io/pool"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_VALUE = "fake"  # the kwok controller manages the nodes carrying this (harness.clusters.kwok)
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def node_manifest(pool: NodePool, name: str) -> Obj:
                 POOL_LABEL: pool.name,
                 **pool.labels,
             },
-            "annotations": {KWOK_ANNOTATION: "fake"},
+            "annotations": {KWOK_ANNOTATION: KWOK_VALUE},
         },
         "spec": {},
         "status": {"capacity": dict(resources), "allocatable": dict(resources)},
