@@ -98,7 +98,12 @@ class Kube:
         return DynamicClient(self.api_client)  # type: ignore[no-untyped-call]
 
     def resource(self, api_version: str, kind: str) -> Resource:
-        res: Resource = self.dynamic.resources.get(api_version=api_version, kind=kind)
+        try:
+            res: Resource = self.dynamic.resources.get(api_version=api_version, kind=kind)
+        except ResourceNotFoundError:
+            # Discovery is cached: a CRD created (or an API enabled) since may be served now.
+            self.dynamic.resources.invalidate_cache()
+            res = self.dynamic.resources.get(api_version=api_version, kind=kind)
         return res
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:

@@ -24,6 +24,7 @@ from harness.clusters import engine
 from harness.clusters.kind import KindProvider, docker_problem, find_binary
 from harness.clusters.kind_config import DEFAULT_POOLS
 from harness.clusters.nodes import NodePool, create_pool, delete_pool
+from harness.detectors import Severity, detect_double_stack
 from harness.errors import HarnessError
 from harness.kube import Kube
 from harness.versions import load_matrix
@@ -98,9 +99,15 @@ def test_plugins_run_in_pods_on_their_workers(kind_cluster: KindProvider) -> Non
 def test_the_plugin_in_its_pod_publishes_its_nodes_slices(kind_cluster: KindProvider) -> None:
     kc = kind_cluster.kubeconfig
     node = _node_of_pool(kc, DRA_POOL)
-    slices = json.loads(ok(kubectl(kc, "get", "resourceslices", "-o", "json")))["items"]
-    mine = [s for s in slices if s["spec"].get("nodeName") == node and s["spec"]["driver"] == DRIVER]
-    assert sum(len(s["spec"].get("devices", [])) for s in mine) == 2  # the fleet's gpus for the pool
+
+    def devices() -> int:
+        slices = json.loads(ok(kubectl(kc, "get", "resourceslices", "-o", "json")))["items"]
+        mine = [s for s in slices if s["spec"].get("nodeName") == node and s["spec"]["driver"] == DRIVER]
+        return sum(len(s["spec"].get("devices", [])) for s in mine)
+
+    # The plugin publishes after its kubelet registered it, which the rollout does not wait for.
+    published = wait_for(devices, lambda n: n > 0, timeout=60, describe=f"{DRIVER} slices of {node}")
+    assert published == 2  # the fleet's gpus for the pool
 
 
 def test_device_plugin_advertises_the_legacy_workers_gpus(kind_cluster: KindProvider) -> None:
@@ -236,3 +243,34 @@ spec:
         kubectl(kc, "delete", "pod", name, "--wait=false", "--ignore-not-found")
         delete_pool(kube, pool)
         kube.close()
+
+
+def test_the_legacy_worker_is_double_stacked_and_the_detector_says_so(kind_cluster: KindProvider) -> None:
+    """The legacy worker runs the device plugin and the kubelet plugin on the same GPUs (the
+    double-stack mode, staged for real): the scan's detector finds exactly that node."""
+    kc = kind_cluster.kubeconfig
+    legacy = _node_of_pool(kc, LEGACY_POOL)
+    kube = Kube.from_kubeconfig(kc)
+    try:
+        wait_for(
+            lambda: [
+                s
+                for s in kube.list("resource.k8s.io/v1", "ResourceSlice")
+                if s["spec"].get("nodeName") == legacy
+            ],
+            lambda found: len(found) > 0,
+            timeout=60,
+            describe=f"{DRIVER} slices of {legacy}",
+        )
+        findings = detect_double_stack(
+            kube.list("v1", "Node"),
+            kube.list("resource.k8s.io/v1", "ResourceSlice"),
+            kube.list("resource.k8s.io/v1", "DeviceClass"),
+            "nvidia.com/gpu",
+            gpu_drivers=[DRIVER],
+        )
+    finally:
+        kube.close()
+    assert [(f.check, f.severity, f.subject) for f in findings] == [
+        ("double-stack", Severity.BLOCKING, f"node/{legacy}")
+    ]

@@ -34,25 +34,44 @@ def bound(samples: Samples) -> float:
     return metric_sum(samples, SCHEDULED, result="scheduled") or 0.0
 
 
-def _settled(read: Callable[[], Samples], describe: str, timeout: float = 30) -> Samples:
-    """The API server's counters once the objects created stop changing between two reads
-    half a second apart (events reach the API server late)."""
+def _settled(
+    read: Callable[[], Samples], total: Callable[[Samples], float], describe: str, interval: float
+) -> Samples:
+    """`read()` once `total` of it stops changing between two reads `interval` apart."""
     seen: list[Samples] = []
     totals: list[float] = []
 
     def observe() -> float:
         seen.append(read())
-        totals.append(sum(objects_created(seen[-1]).values()))
+        totals.append(total(seen[-1]))
         return totals[-1]
 
     wait_for(
         observe,
         lambda _: len(totals) > 1 and totals[-1] == totals[-2],
-        timeout=timeout,
-        interval=0.5,
+        timeout=30,
+        interval=interval,
         describe=describe,
     )
     return seen[-1]
+
+
+def _api_objects(samples: Samples) -> float:
+    return sum(objects_created(samples).values())
+
+
+def _scheduler_observations(samples: Samples) -> float:
+    return sum(metric_sum(samples, f"{m}_count") or 0.0 for m in (EXTENSION_METRIC, PLUGIN_METRIC))
+
+
+# Events reach the API server late: its counters are read once the objects created stop
+# changing between two reads half a second apart.
+API_SETTLE_INTERVAL = 0.5
+# The scheduler records extension-point and plugin durations through an async recorder flushed
+# every second (kubernetes v1.37.2 pkg/scheduler/scheduler.go NewMetricsAsyncRecorder(1000,
+# time.Second, ...)): read its histograms once unchanged across more than one flush, so a
+# batch's last observations are not counted in the next batch's.
+SCHEDULER_SETTLE_INTERVAL = 1.2
 
 
 @dataclass(frozen=True)
@@ -80,8 +99,14 @@ class Snapshot:
         server), then the API server's counters once settled, then the rest."""
         cpu = {c: scrape.cpu_seconds(c) for c in CPU_COMPONENTS}
         own, steal = time.process_time(), steal_seconds()
-        api = _settled(scrape.apiserver_requests, describe)
-        sched, cm = scrape.scheduler(), scrape.controller_manager()
+        api = _settled(scrape.apiserver_requests, _api_objects, describe, API_SETTLE_INTERVAL)
+        sched = _settled(
+            scrape.scheduler,
+            _scheduler_observations,
+            f"{describe}: scheduler metrics flushed",
+            SCHEDULER_SETTLE_INTERVAL,
+        )
+        cm = scrape.controller_manager()
         return cls(sched, cm, api, scrape.etcd_in_use_bytes(), cpu, own, steal)
 
     def _cpu(self, later: Snapshot, component: str) -> float:

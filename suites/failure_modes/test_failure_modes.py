@@ -65,7 +65,9 @@ def test_both_stacks_on_the_same_gpus_over_promise_and_are_detected(
     assert len(Ledger.conflicts(usages)) == 8  # 16 allocations of 8 physical GPUs
     assert ledger.overcommit(node, legacy_in_use=8, dra_shares=dra) == 8
     findings = detect_double_stack(
-        kube.list("v1", "Node"),
+        # This test's node only: others may be double-stacked too (kind's legacy worker is, by
+        # design; so may another worker's test on a shared cluster).
+        [n for n in kube.list("v1", "Node") if n["metadata"]["name"] == node],
         kube.list(RESOURCE_API, "ResourceSlice"),
         kube.list(RESOURCE_API, "DeviceClass"),
         driver.extended_resource,

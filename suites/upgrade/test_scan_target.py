@@ -9,6 +9,7 @@ from harness.detectors import Severity
 from harness.gang import gang_api, gang_objects
 from harness.kube import Obj
 from harness.scan import scan
+from harness.waits import TIMEOUTS, wait_for
 
 TARGET_CHECKS = {"stored-api-version", "upgrade-path", "gate-removed", "gate-locked", "renamed-metrics"}
 RULE_EXPR = "rate(resourceclaim_controller_creates_total{status='failure'}[5m]) > 0"
@@ -38,7 +39,16 @@ def test_the_target_scan_finds_stranded_objects_renamed_metrics_and_removed_gate
     ns = r.fleet.namespace
     for obj in gang_objects(gang_api("1.36"), "train", ns, min_count=2):
         r.objects.create(obj)
-    r.objects.create(_prometheus_rule_crd())
+    crd = r.objects.create(_prometheus_rule_crd())
+    wait_for(
+        lambda: r.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd["metadata"]["name"]),
+        lambda c: any(
+            x["type"] == "Established" and x["status"] == "True"
+            for x in (c.get("status") or {}).get("conditions") or []
+        ),
+        timeout=TIMEOUTS.api_object,
+        describe="the PrometheusRule CRD Established",
+    )
     rule = {"alert": "ClaimCreatesFail", "expr": RULE_EXPR}
     body = {"groups": [{"name": "dra", "rules": [rule]}]}
     meta = {"name": "dra-alerts", "namespace": ns}

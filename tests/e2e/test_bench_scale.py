@@ -103,13 +103,12 @@ def test_throughput_windows_are_kept_and_pooled(summary: dict[str, Any]) -> None
 def test_the_scheduler_accounts_for_dra_only_where_pods_have_claims(summary: dict[str, Any]) -> None:
     """The scheduler's own histograms: every pod passes the Filter and PreBind extension
     points (each call timed); a pod with a claim waits in PreBind for the claim's writes,
-    which a pod without one never does; the DynamicResources Filter never runs for pods
-    without claims (the plugin's own timings are sampled, so their presence is not asserted)."""
+    which a pod without one never does. The plugin's own timings are not asserted per mode:
+    they are sampled (10 % of cycles) and recorded asynchronously, and a sample of the mode
+    before was seen in a plain or legacy window now and then (CI, 2026-12-04)."""
     modes = summary["modes"]
     for mode in MODES:
         assert modes[mode]["extension_point_s_per_pod"]["Filter"] > 0
-    for mode in ("plain", "legacy"):
-        assert "Filter" not in modes[mode]["dra_plugin_ms"]
     for mode in ("bridged", "claims"):
         assert (
             modes[mode]["extension_point_ms"]["PreBind"]
