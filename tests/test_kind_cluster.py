@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from fake_driver.legacy import LEGACY_RESOURCE
 from fake_driver.personalities import get_personality
+from harness.builders import RESOURCE_V1
 from harness.clusters import engine
 from harness.clusters.kind import KindProvider, docker_problem, find_binary
 from harness.clusters.kind_config import DEFAULT_POOLS
@@ -252,21 +254,17 @@ def test_the_legacy_worker_is_double_stacked_and_the_detector_says_so(kind_clust
     legacy = _node_of_pool(kc, LEGACY_POOL)
     kube = Kube.from_kubeconfig(kc)
     try:
-        wait_for(
-            lambda: [
-                s
-                for s in kube.list("resource.k8s.io/v1", "ResourceSlice")
-                if s["spec"].get("nodeName") == legacy
-            ],
-            lambda found: len(found) > 0,
+        slices = wait_for(
+            lambda: kube.list(RESOURCE_V1, "ResourceSlice"),
+            lambda found: any(s["spec"].get("nodeName") == legacy for s in found),
             timeout=60,
             describe=f"{DRIVER} slices of {legacy}",
         )
         findings = detect_double_stack(
             kube.list("v1", "Node"),
-            kube.list("resource.k8s.io/v1", "ResourceSlice"),
-            kube.list("resource.k8s.io/v1", "DeviceClass"),
-            "nvidia.com/gpu",
+            slices,
+            kube.list(RESOURCE_V1, "DeviceClass"),
+            LEGACY_RESOURCE,
             gpu_drivers=[DRIVER],
         )
     finally:
