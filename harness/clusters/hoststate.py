@@ -46,7 +46,13 @@ SYSCTLS = (
     "kernel/keys/root_maxkeys",
     "kernel/keys/root_maxbytes",
     "net/ipv4/ip_forward",
+    *(f"fs/inotify/{k}" for k in ("max_user_instances", "max_user_watches")),
 )
+# Each kubelet and containerd opens dozens of inotify instances (fsnotify watchers: certificates,
+# plugin and pod-resources sockets, cAdvisor, CRI log rotation); with other clusters' control
+# planes beside them the default 128 per user runs out ("too many open files"). Raised while any
+# slot is claimed, given back with the other sysctls by the last slot.
+INOTIFY_FLOOR = {"fs/inotify/max_user_instances": 8192, "fs/inotify/max_user_watches": 524288}
 CHAIN_PREFIXES = ("KUBE-", "CNI-")
 # Paths the kubelet and CNI hard-code: each node bind-mounts its own directory over them in its
 # mount namespace, so they must exist on the host (created here if absent, removed by the last).
@@ -76,6 +82,11 @@ def _write_sysctls(values: dict[str, str]) -> None:
     for key, value in values.items():
         with contextlib.suppress(OSError):
             (Path("/proc/sys") / key).write_text(value)
+
+
+def _raise_inotify_limits() -> None:
+    current = sysctl_values()
+    _write_sysctls({k: str(v) for k, v in INOTIFY_FLOOR.items() if int(current[k]) < v})
 
 
 def iptables_chains() -> dict[str, list[str]]:
@@ -272,6 +283,7 @@ def claim() -> Slot:
                 Path(m).mkdir(parents=True, exist_ok=True)
             baseline = {"sysctls": sysctl_values(), "chains": iptables_chains(), "created": created}
             (STATE_ROOT / "baseline.json").write_text(json.dumps(baseline))
+        _raise_inotify_limits()
         slot = Slot(free)
         owner = ProcessIdentity.of(os.getpid())
         slot.record.write_text(json.dumps({"owner": owner.to_json()}))
