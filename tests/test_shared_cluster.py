@@ -9,11 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from harness.controlplane.build import cache_root
+
+CACHE = cache_root().parent  # read at import, before pytester moves HOME
+
 TESTS = """
 import json, os, time
 from pathlib import Path
 
 import pytest
+
+from harness.controlplane.build import cache_root
+
+CACHE = cache_root().parent  # read at import, before pytester moves HOME
 
 from fixtures.shared import shared_run
 from harness.cells import Cell
@@ -54,6 +62,24 @@ def test_restarts_a_component(rec, local_cluster):
     pass
 """
 
+# Real-node tests (their clusters are their own) as a group on one worker, beside the others:
+# the first waits until a whole-cluster test has started, which it can only do if the
+# whole-cluster group does not wait for the real-node group.
+REAL_TESTS = """
+@pytest.mark.real_node
+@pytest.mark.parametrize("i", range(2))
+def test_real(rec, i):
+    if i == 0:
+        from harness.waits import wait_for
+        wait_for(lambda: Path(os.environ["SHARED_LOG"] + ".whole").exists(), timeout=60,
+                 describe="a whole-cluster test started beside the real-node group")
+
+
+@pytest.mark.serial
+def test_whole_beside_real(rec):
+    Path(os.environ["SHARED_LOG"] + ".whole").touch()
+"""
+
 
 def test_whole_cluster_tests_run_last_alone_on_the_owner(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -88,3 +114,27 @@ def test_another_distribution_mode_is_refused_in_one_line(pytester: pytest.Pytes
         "ERROR: --dist loadfile: the suites run in parallel with --dist loadgroup "
         "(whole-cluster tests run alone)"
     ) in result.errlines
+
+
+def test_real_node_tests_run_on_one_worker_beside_the_whole_cluster_group(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv("SHARED_LOG", str(log))
+    monkeypatch.setenv("DRA_HARNESS_RUN_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(CACHE))  # pytester's HOME has no built kubelet
+    pytester.makepyfile(TESTS + REAL_TESTS)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", "-p", "no:pytest-kind", "-rs")
+    if result.parseoutcomes().get("skipped"):  # the real-node collection check's one line
+        pytest.skip(next(line for line in result.outlines if line.startswith("SKIPPED")))
+    result.assert_outcomes(passed=15)
+    rows = {json.loads(line)["test"]: json.loads(line) for line in log.read_text().splitlines()}
+    real = [rows["test_real[0]"], rows["test_real[1]"]]
+    assert len({r["worker"] for r in real}) == 1
+    whole = rows["test_whole_beside_real"]
+    owner = Path(f"{log}.owner").read_text()
+    assert whole["worker"] == owner != real[0]["worker"]
+    assert whole["start"] < real[0]["end"]  # beside, not after
+    ordinary = [r for name, r in rows.items() if name.startswith("test_ordinary")]
+    timeline = " ".join(f"{r['test']}@{r['worker']}:{r['start']:.3f}-{r['end']:.3f}" for r in rows.values())
+    assert whole["start"] > max(r["end"] for r in ordinary), timeline  # after every ordinary test
