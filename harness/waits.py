@@ -55,6 +55,9 @@ class Timeouts:
     # ... and, before its owner stops it, the other workers finishing their last test (the
     # longest suites test, a real-node one, takes about a minute alone; more under load).
     workers_detach: float = 900.0
+    # A quiet-host test waiting for the real-node modules another xdist worker of its run is
+    # running (fixtures.scheduling: the longest takes about two minutes alone).
+    sibling_real_nodes: float = 900.0
 
 
 TIMEOUTS = Timeouts()

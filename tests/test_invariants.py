@@ -33,6 +33,7 @@ def claim(
     scheduler_created: bool = False,
     ns: str = "ns",
     admin: bool = False,
+    share: str | None = None,
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if owner:
@@ -46,6 +47,7 @@ def claim(
         results = [
             {"request": "r", "driver": DRIVER, "pool": p, "device": d}
             | ({"adminAccess": True} if admin else {})
+            | ({"shareID": f"{share}-{name}"} if share else {})
             for p, d in devices
         ]
         status["allocation"] = {"devices": {"results": results}}
@@ -117,6 +119,14 @@ def test_shareable_device_and_admin_access_may_be_held_twice() -> None:
     assert double_allocations(shared, [slice_("n0", 1, shareable=True)]) == []
     admin = [claim("a", [("n0", "gpu-0")]), claim("b", [("n0", "gpu-0")], admin=True)]
     assert double_allocations(admin, [slice_("n0", 1)]) == []
+
+
+def test_shares_are_not_double_allocations_even_once_their_slice_is_gone() -> None:
+    # Another test's cleanup may delete the slice between the claims' and the slices' list.
+    shares = [claim("a", [("n0", "gpu-0")], share="s"), claim("b", [("n0", "gpu-0")], share="s")]
+    assert double_allocations(shares, []) == []
+    mixed = [claim("a", [("n0", "gpu-0")], share="s"), claim("b", [("n0", "gpu-0")])]
+    assert double_allocations(mixed, []) == [f"device {DRIVER}/n0/gpu-0 allocated 2 times: ns/a, ns/b"]
 
 
 def test_unallocated_claims_hold_nothing() -> None:

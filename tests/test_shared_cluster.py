@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,27 +14,19 @@ from harness.controlplane.build import cache_root
 
 CACHE = cache_root().parent  # read at import, before pytester moves HOME
 
-TESTS = """
+CONFTEST = """
 import json, os, time
 from pathlib import Path
 
 import pytest
-
-from harness.controlplane.build import cache_root
-
-CACHE = cache_root().parent  # read at import, before pytester moves HOME
-
-from fixtures.shared import shared_run
-from harness.cells import Cell
-from harness.clusters.attached import AttachedCluster
 
 
 @pytest.fixture
 def rec(request):
     start = time.monotonic()
     yield
-    line = {"test": request.node.name, "worker": os.environ["PYTEST_XDIST_WORKER"],
-            "start": start, "end": time.monotonic()}
+    line = {"test": request.node.name, "module": request.module.__name__,
+            "worker": os.environ["PYTEST_XDIST_WORKER"], "start": start, "end": time.monotonic()}
     with Path(os.environ["SHARED_LOG"]).open("a") as f:
         f.write(json.dumps(line) + "\\n")
 
@@ -41,6 +34,17 @@ def rec(request):
 @pytest.fixture
 def local_cluster():  # stands in for the plugin's: the name alone puts a test in the group
     return None
+"""
+
+TESTS = """
+import os
+from pathlib import Path
+
+import pytest
+
+from fixtures.shared import shared_run
+from harness.cells import Cell
+from harness.clusters.attached import AttachedCluster
 
 
 @pytest.mark.parametrize("i", range(8))
@@ -62,18 +66,63 @@ def test_restarts_a_component(rec, local_cluster):
     pass
 """
 
-# Real-node tests (their clusters are their own) as a group on one worker, beside the others:
-# the first waits until a whole-cluster test has started, which it can only do if the
-# whole-cluster group does not wait for the real-node group.
-REAL_TESTS = """
-@pytest.mark.real_node
-@pytest.mark.parametrize("i", range(2))
+# Real-node modules (their clusters are their own) on two lanes beside the others: each lane's
+# first test waits until the other lane has started (both run at once) and a whole-cluster
+# test has (the whole-cluster group does not wait for them); the quiet-host test waits, as
+# the real fixture does for slots, until both modules have ended.
+REAL_MODULE = """
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.waits import wait_for
+
+pytestmark = pytest.mark.real_node
+LOG = os.environ["SHARED_LOG"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_done():
+    yield
+    Path(f"{{LOG}}.done-{me}").touch()
+
+
+def seen(name):
+    wait_for(lambda: Path(f"{{LOG}}.{{name}}").exists(), timeout=60, describe=name)
+
+
+@pytest.mark.parametrize("i", range({count}))
 def test_real(rec, i):
     if i == 0:
-        from harness.waits import wait_for
-        wait_for(lambda: Path(os.environ["SHARED_LOG"] + ".whole").exists(), timeout=60,
-                 describe="a whole-cluster test started beside the real-node group")
+        Path(f"{{LOG}}.started-{me}").touch()
+        seen("started-{other}")
+        seen("whole")
+"""
 
+QUIET_MODULE = """
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.waits import wait_for
+
+LOG = os.environ["SHARED_LOG"]
+
+
+@pytest.fixture
+def quiet_host():  # the name alone puts a test in the quiet-host group
+    for name in ("one", "two"):
+        wait_for(lambda: Path(f"{LOG}.done-{name}").exists(), timeout=60, describe=name)
+
+
+@pytest.mark.real_node
+def test_quiet(rec, quiet_host):
+    pass
+"""
+
+WHOLE_MARKER = """
 
 @pytest.mark.serial
 def test_whole_beside_real(rec):
@@ -87,6 +136,7 @@ def test_whole_cluster_tests_run_last_alone_on_the_owner(
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv("SHARED_LOG", str(log))
     monkeypatch.setenv("DRA_HARNESS_RUN_DIR", str(tmp_path / "runs"))
+    pytester.makeconftest(CONFTEST)
     pytester.makepyfile(TESTS)
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", "-p", "no:pytest-kind")
     result.assert_outcomes(passed=12)
@@ -116,25 +166,39 @@ def test_another_distribution_mode_is_refused_in_one_line(pytester: pytest.Pytes
     ) in result.errlines
 
 
-def test_real_node_tests_run_on_one_worker_beside_the_whole_cluster_group(
+def test_real_node_modules_run_on_two_lanes_beside_the_whole_cluster_group_and_quiet_host_last(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv("SHARED_LOG", str(log))
     monkeypatch.setenv("DRA_HARNESS_RUN_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(CACHE))  # pytester's HOME has no built kubelet
-    pytester.makepyfile(TESTS + REAL_TESTS)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", "-p", "no:pytest-kind", "-rs")
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_ordinary=TESTS + WHOLE_MARKER,
+        test_real_one=REAL_MODULE.format(me="one", other="two", count=3),
+        test_real_two=REAL_MODULE.format(me="two", other="one", count=2),
+        test_real_quiet=QUIET_MODULE,
+    )
+    result = pytester.runpytest_subprocess("-n", "3", "-p", "no:randomly", "-p", "no:pytest-kind", "-rs")
     if result.parseoutcomes().get("skipped"):  # the real-node collection check's one line
         pytest.skip(next(line for line in result.outlines if line.startswith("SKIPPED")))
-    result.assert_outcomes(passed=15)
-    rows = {json.loads(line)["test"]: json.loads(line) for line in log.read_text().splitlines()}
-    real = [rows["test_real[0]"], rows["test_real[1]"]]
-    assert len({r["worker"] for r in real}) == 1
-    whole = rows["test_whole_beside_real"]
+    result.assert_outcomes(passed=19)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    by_module: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_module.setdefault(r["module"], []).append(r)
+    lanes = {m: {r["worker"] for r in by_module[m]} for m in ("test_real_one", "test_real_two")}
+    assert [len(w) for w in lanes.values()] == [1, 1]
+    assert lanes["test_real_one"] != lanes["test_real_two"]
+    whole = [r for r in by_module["test_ordinary"] if not r["test"].startswith("test_ordinary")]
+    ordinary = [r for r in by_module["test_ordinary"] if r["test"].startswith("test_ordinary")]
     owner = Path(f"{log}.owner").read_text()
-    assert whole["worker"] == owner != real[0]["worker"]
-    assert whole["start"] < real[0]["end"]  # beside, not after
-    ordinary = [r for name, r in rows.items() if name.startswith("test_ordinary")]
-    timeline = " ".join(f"{r['test']}@{r['worker']}:{r['start']:.3f}-{r['end']:.3f}" for r in rows.values())
-    assert whole["start"] > max(r["end"] for r in ordinary), timeline  # after every ordinary test
+    assert {r["worker"] for r in whole} == {owner}
+    assert owner not in lanes["test_real_one"] | lanes["test_real_two"]
+    assert min(r["start"] for r in whole) > max(r["end"] for r in ordinary)
+    real = by_module["test_real_one"] + by_module["test_real_two"]
+    assert min(r["start"] for r in whole) < max(r["end"] for r in real)  # beside, not after
+    (quiet,) = by_module["test_real_quiet"]
+    assert quiet["worker"] in lanes["test_real_one"] | lanes["test_real_two"]
+    assert list((tmp_path / "runs").iterdir()) == []

@@ -323,6 +323,17 @@ def _reap_unlocked() -> list[Slot]:
     return reaped
 
 
+def slot_owners() -> dict[str, int]:
+    """Each claimed slot's file name and its owner's pid (0 if unreadable)."""
+    owners = {}
+    for slot in _slots():
+        owner = None
+        with contextlib.suppress(OSError, ValueError):
+            owner = ProcessIdentity.from_json(json.loads(slot.record.read_text()).get("owner"))
+        owners[slot.record.name] = owner.pid if owner is not None else 0
+    return owners
+
+
 def reap_stale() -> list[Slot]:
     """Give back the slots of owners that died without teardown (SIGKILL)."""
     with _locked():

@@ -5,12 +5,14 @@ or its node never comes up."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from fixtures.requirements import provider_unmet, skip
@@ -42,10 +44,31 @@ with LocalCluster(real_pools=[RealPool("t", count=1, gpus=1)]) as cluster:
 def quiet_host() -> dict[str, object]:
     """The host's state before the test, on a host no other real-node cluster uses (its
     changes would come and go during the comparison)."""
-    before = hoststate.snapshot()
-    if before["slots"]:
-        skip(provider_unmet(f"another real-node cluster is running on this host ({before['slots']})"))
-    return before
+
+    # Another xdist worker of this run may still be running real-node modules (its lane,
+    # fixtures.scheduling): those end, so wait for them; anyone else's cluster: skip.
+    def siblings(owners: dict[str, int]) -> list[str]:
+        return [
+            s for s, pid in owners.items() if pid not in (0, os.getpid()) and _parent_of(pid) == os.getppid()
+        ]
+
+    owners = wait_for(
+        hoststate.slot_owners,
+        lambda owners: not siblings(owners),
+        timeout=TIMEOUTS.sibling_real_nodes,
+        describe="the real-node clusters of this run's other xdist workers gone",
+        interval=1.0,
+    )
+    if owners:
+        skip(provider_unmet(f"another real-node cluster is running on this host ({sorted(owners)})"))
+    return hoststate.snapshot()
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
+        return None
 
 
 @pytest.fixture
