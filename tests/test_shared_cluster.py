@@ -130,13 +130,19 @@ def test_whole_beside_real(rec):
 """
 
 
-def test_whole_cluster_tests_run_last_alone_on_the_owner(
-    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = tmp_path / "log.jsonl"
-    monkeypatch.setenv("SHARED_LOG", str(log))
+@pytest.fixture
+def log(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the toy tests record themselves; their conftest; the run's directory under tmp."""
+    path = tmp_path / "log.jsonl"
+    monkeypatch.setenv("SHARED_LOG", str(path))
     monkeypatch.setenv("DRA_HARNESS_RUN_DIR", str(tmp_path / "runs"))
     pytester.makeconftest(CONFTEST)
+    return path
+
+
+def test_whole_cluster_tests_run_last_alone_on_the_owner(
+    pytester: pytest.Pytester, tmp_path: Path, log: Path
+) -> None:
     pytester.makepyfile(TESTS)
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", "-p", "no:pytest-kind")
     result.assert_outcomes(passed=12)
@@ -167,13 +173,9 @@ def test_another_distribution_mode_is_refused_in_one_line(pytester: pytest.Pytes
 
 
 def test_real_node_modules_run_on_two_lanes_beside_the_whole_cluster_group_and_quiet_host_last(
-    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: Path
 ) -> None:
-    log = tmp_path / "log.jsonl"
-    monkeypatch.setenv("SHARED_LOG", str(log))
-    monkeypatch.setenv("DRA_HARNESS_RUN_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(CACHE))  # pytester's HOME has no built kubelet
-    pytester.makeconftest(CONFTEST)
     pytester.makepyfile(
         test_ordinary=TESTS + WHOLE_MARKER,
         test_real_one=REAL_MODULE.format(me="one", other="two", count=3),
