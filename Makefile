@@ -48,10 +48,14 @@ kind-engine: nodeparts
 kind-images: kind-engine controlplane
 	$(BIN)/dra-harness kind images $(K8S_FLAG)
 
-# suites/upgrade rehearses 1.36 -> 1.37 and back on clusters of its own: both control planes.
+# suites/upgrade rehearses 1.36 -> 1.37 and back on clusters of its own: both control planes
+# and, for the kubelet swap (test_kubelet_upgrade), both kubelets; the kubelet skew table
+# (test_kubelet_skew) runs kubelets 1.36, 1.35 and 1.34 (nodeparts: the oldest) in a 1.37 cluster.
 UPGRADE_MINORS := 1.36 1.37
-upgradeparts: venv
+SKEW_KUBELETS := 1.35 1.36 1.37
+upgradeparts: nodeparts
 	$(foreach m,$(UPGRADE_MINORS),$(BIN)/dra-harness controlplane build -k $(m) &&) true
+	$(foreach m,$(SKEW_KUBELETS),$(BIN)/dra-harness controlplane build -k $(m) --nodes-only &&) true
 
 lint: venv
 	$(BIN)/ruff check .

@@ -206,12 +206,14 @@ def kubelet_prepares_bridged_claim(kubelet: Version) -> bool:
     """Does a kubelet of this minor, with its default gates, prepare the scheduler-created
     claim of a bridged pod, so the containers get the devices the claim holds?
 
-    Every kubelet admits the pod: pkg/kubelet/lifecycle/predicate.go@v1.34.4 (and later)
-    drops extended resources the node does not advertise before its fit check
-    (removeMissingExtendedResources). It prepares the special claim only with DRAExtendedResource
-    on (pkg/kubelet/cm/dra/manager.go@v1.34.4 reads pod.Status.ExtendedResourceClaimStatus
-    behind the gate), which is alpha and off in 1.34, beta and on in 1.36, GA in 1.37
-    (pkg/features/kube_features.go@v1.37.2). So on a 1.34 kubelet the bridged pod runs without
-    its device while its claim stays allocated: not Pending, and no error anywhere.
+    Every kubelet admits the pod: pkg/kubelet/lifecycle/predicate.go@v1.34.4 (the same
+    function @v1.35.4; @v1.37.2 it also skips resources the pod's claim backs) drops extended
+    resources the node does not advertise before its fit check (removeMissingExtendedResources).
+    It prepares the special claim only with DRAExtendedResource on (pkg/kubelet/cm/dra/manager.go
+    @v1.34.4 and @v1.35.4 read pod.Status.ExtendedResourceClaimStatus behind the gate), which is
+    alpha and off in 1.34 and 1.35 (pkg/features/kube_features.go@v1.35.4 has only the 1.34
+    alpha entry), beta and on in 1.36, GA in 1.37 (kube_features.go@v1.37.2). So on a 1.34 or
+    1.35 kubelet the bridged pod runs without its device while its claim stays allocated: not
+    Pending, and no error anywhere.
     """
     return kubelet >= (1, 36)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.clusters.kubeletupgrade import nodes_to_swap
 from harness.clusters.upgrade import SKEW_POLICY, skew_refusal, storage_drops
+from harness.errors import HarnessError
 
 
 @pytest.mark.parametrize(
@@ -52,3 +54,17 @@ def test_the_scheduling_alpha_storage_is_stranded_by_1_37_and_its_beta_by_the_wa
     assert [d.group_version for d in storage_drops("1.36", "1.37")] == ["scheduling.k8s.io/v1alpha2"]
     assert [d.group_version for d in storage_drops("1.37", "1.36")] == ["scheduling.k8s.io/v1beta1"]
     assert storage_drops("1.34", "1.35") == []
+
+
+def test_an_upgrade_swaps_the_kubelets_of_the_old_minor_unless_they_are_kept() -> None:
+    kubelets = {"a": "1.36", "b": "1.34", "c": "1.36"}
+    assert nodes_to_swap(kubelets, "1.36", "1.37", "drain") == ["a", "c"]
+    assert nodes_to_swap(kubelets, "1.36", "1.37", "in-place") == ["a", "c"]
+    assert nodes_to_swap(kubelets, "1.36", "1.37", "keep") == []
+    assert nodes_to_swap(kubelets, "1.37", "1.36", "drain") == []  # a downgrade swaps none
+
+
+def test_an_unknown_kubelet_mode_is_one_line() -> None:
+    with pytest.raises(HarnessError) as err:
+        nodes_to_swap({}, "1.36", "1.37", "rolling")
+    assert str(err.value) == "kubelets='rolling': one of drain, in-place, keep"

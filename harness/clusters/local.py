@@ -30,6 +30,7 @@ from harness.clusters import health
 from harness.clusters.base import Cell
 from harness.clusters.components import BY_NAME, Tuning
 from harness.clusters.kubeconfig import write_kubeconfig
+from harness.clusters.kubeletupgrade import DEFAULT_KUBELET_MODE
 from harness.clusters.pki import ClusterPKI, generate_pki
 from harness.clusters.ports import free_port
 from harness.clusters.processes import ManagedProcess, install_signal_teardown
@@ -171,10 +172,11 @@ class LocalCluster:
         """What components started from now on run (harness.clusters.upgrade switches it)."""
         self.minor, self.profile, self._binary, self.known_gates = minor, profile, binary, gates
 
-    def upgrade(self, to_minor: str) -> float:
-        """Replace the control plane with `to_minor`, one minor up or down, in place
-        (harness.clusters.upgrade); returns the step's seconds."""
-        return upgrade(self, to_minor)
+    def upgrade(self, to_minor: str, kubelets: str = DEFAULT_KUBELET_MODE) -> float:
+        """Replace the control plane with `to_minor`, one minor up or down, in place, then the
+        real nodes' kubelets of the old minor (`kubelets`: "drain", "in-place" or "keep";
+        harness.clusters.upgrade); returns the step's seconds."""
+        return upgrade(self, to_minor, kubelets)
 
     def stop_component(self, component: str) -> None:
         self.components[component].stop()

@@ -15,7 +15,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fake_driver.kubeletplugin import checkpoint
@@ -215,11 +215,46 @@ class RealNode:
         """UIDs of the claims the fake plugin holds prepared (its checkpoint, shared by instances)."""
         return set(checkpoint.load(self.plugin_socket().parent / checkpoint.CHECKPOINT_FILE))
 
+    def wait_unprepared(self) -> None:
+        """Until the plugin holds no prepared claim: the kubelet unprepares a deleted pod's
+        claims once its containers stopped (pkg/kubelet/kubelet.go SyncTerminatingPod
+        @v1.36.3), which for a pod deleted with grace period 0 comes after the pod is gone."""
+        wait_for(
+            self.prepared_claims,
+            lambda held: not held,
+            timeout=TIMEOUTS.deletion,
+            describe=f"the plugin of node {self.name} holding no prepared claim",
+        )
+
     def plugin_calls(self, component: str, method: str) -> list[str]:
         """`namespace/name/uid` of each claim in each `method` call the plugin (instance)
         `component` served, from the line it logs per call."""
         rows = self.log_path(component).read_text(errors="replace").splitlines()
         return [ref for row in rows if row.startswith(f"{method} ") for ref in row.split()[1:]]
+
+    def replace_kubelet(self, parts: NodeBinaries, gates: Mapping[str, bool]) -> None:
+        """Stop the kubelet and start `parts.kubelet` with `gates` on the same root dir,
+        containerd and plugins: the containers are containerd's (their shims are not the
+        kubelet's children), so they run on. Returns once the new kubelet is healthy and has
+        connected to the DRA plugin (and the device plugin) again."""
+        since = self._log_size("kubelet")
+        self.stop_component("kubelet")
+        self.parts = replace(self.parts, kubelet=parts.kubelet)
+        self.spec = replace(self.spec, gates=dict(gates))
+        (self.layout.root / "kubelet.yaml").write_text(kubelet_config(self.layout, self.ca.cert, gates))
+        self.start_component("kubelet")
+        # The kubelet's plugin watcher finds the sockets already in plugins_registry (and the
+        # device plugin re-registers: pkg/kubelet/cm/devicemanager wipes its directory).
+        line = f'"Connection changed" logger="DRA registration handler" driverName="{self.spec.driver}"'
+        endpoint = f'endpoint="{self.plugin_socket()}" connected=true'
+
+        def reconnected() -> bool:
+            return self._logged("kubelet", since, line, endpoint)
+
+        self._wait("kubelet", reconnected, "reconnected to its plugin")
+        if self.spec.device_plugin:
+            pushed = '"State pushed for device plugin" resource="nvidia.com/gpu"'
+            self._wait("device-plugin", lambda: self._logged("kubelet", since, pushed, ""), "re-registered")
 
     def restart(self, component: str) -> None:
         self.stop_component(component)

@@ -92,6 +92,7 @@ class RealNodes:
         self.gates = {m: dict(g) for m, g in gates.items()}
         self.slot: hoststate.Slot | None = None
         self.nodes: dict[str, RealNode] = {}
+        self.minors: dict[str, str] = {}  # node -> the minor of its kubelet
         self.ready_seconds: float = 0.0
         self._cluster: tuple[str, ClusterPKI, Path, str]  # what start() was given, for add_pool
 
@@ -133,6 +134,7 @@ class RealNodes:
         if pool is None:
             return
         for node in [self.nodes.pop(n) for n in pool.node_names() if n in self.nodes]:
+            self.minors.pop(node.name, None)
             node.stop()
             for cgroup in (node.layout.cgroup, node.tracking_cgroup):
                 hoststate.remove_cgroup(cgroup)
@@ -141,6 +143,18 @@ class RealNodes:
             shutil.rmtree(node.layout.state, ignore_errors=True)
             shutil.rmtree(node.layout.root / "containerd", ignore_errors=True)
         self.pools.remove(pool)
+
+    def replace_kubelet(self, name: str, minor: str, parts: NodeBinaries, gates: Mapping[str, bool]) -> None:
+        """Run the kubelet of `minor` (with `gates`) on node `name` in place of its own."""
+        self.parts.setdefault(minor, parts)
+        self.gates.setdefault(minor, dict(gates))
+        self.nodes[name].replace_kubelet(parts, gates)
+        self.minors[name] = minor
+
+    def use_default_minor(self, minor: str) -> None:
+        """Pools added from now on without a minor of their own run `minor`'s kubelet."""
+        server, pki, admin_kubeconfig, _ = self._cluster
+        self._cluster = (server, pki, admin_kubeconfig, minor)
 
     def _fleet_file(self, name: str, pools: Sequence[RealPool]) -> Path:
         """The fake driver's fleet for these pools: what each node's plugin publishes."""
@@ -164,6 +178,7 @@ class RealNodes:
             )
             parts = self.parts[pool.minor or default_minor]
             self.nodes[name] = node = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)
+            self.minors[name] = pool.minor or default_minor
             made.append(node)
             hoststate.ip("addr", "add", f"{spec.layout.ip}/32", "dev", self._bridge)
         return made

@@ -1,16 +1,17 @@
 """In-place control-plane upgrade and downgrade of a LocalCluster: the components of minor N
 stop and those of the target start on the same etcd data, PKI and ports, one at a time in
-upstream's order (kube-apiserver, then kube-controller-manager and kube-scheduler; kubelets
-are not replaced, they keep their minor and must stay within the skew the policy allows).
+upstream's order (kube-apiserver, then kube-controller-manager and kube-scheduler), then the
+kubelets of real nodes that ran the old minor, one node at a time (harness.clusters.
+kubeletupgrade: drained first as upstream documents, in place, or kept at their minor).
 
     with LocalCluster("1.36", "dra-all") as cluster:
         upgrade(cluster, "1.37")   # cluster.upgrade("1.37") does the same
-        upgrade(cluster, "1.36")   # and back
+        upgrade(cluster, "1.36")   # and back (refused while a kubelet runs 1.37)
 
 Refused with one line, before anything stops: a step of more than one minor, a kubelet newer
 than the target or more than three minors older, objects stored in an API version the target
 cannot decode (they would be unreadable after the step), a gate profile the target does not
-know.
+know, a target kubelet that is not built.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from harness.clusters.components import Tuning
+from harness.clusters.kubeletupgrade import DEFAULT_KUBELET_MODE, kubelet_parts, nodes_to_swap, swap_kubelets
 from harness.controlplane.build import ensure_controlplane
 from harness.controlplane.gates import known_gates, validate_profile
 from harness.errors import HarnessError
@@ -155,19 +157,21 @@ def stored_in_dropped_versions(kube: Kube, before: str, after: str) -> list[str]
     return found
 
 
-def kubelet_minors(cluster: LocalCluster) -> list[str]:
-    """The minors of the cluster's real kubelets (kwok nodes have none)."""
-    return sorted(cluster.real.parts) if cluster.real is not None else []
-
-
-def upgrade(cluster: LocalCluster, to_minor: str) -> float:
-    """Replace the control plane with `to_minor` (one minor up or down); returns the seconds
-    the step took. Refused (UpgradeRefused, nothing stopped) when the policy or the stored
-    objects forbid it."""
+def upgrade(cluster: LocalCluster, to_minor: str, kubelets: str = DEFAULT_KUBELET_MODE) -> float:
+    """Replace the control plane with `to_minor` (one minor up or down), then, on an upgrade,
+    the kubelets that ran the old minor (`kubelets`: "drain", "in-place" or "keep"); returns
+    the seconds the step took. Refused (UpgradeRefused, nothing stopped) when the policy or the
+    stored objects forbid it."""
     before = cluster.minor.name
-    refusal = skew_refusal(before, to_minor, kubelet_minors(cluster))
+    swapped = nodes_to_swap(dict(_kubelets(cluster)), before, to_minor, kubelets)
+    # The policy is checked on the kubelets as they will be once the step is done.
+    refusal = skew_refusal(before, to_minor, [to_minor if n in swapped else m for n, m in _kubelets(cluster)])
     if refusal:
         raise UpgradeRefused(refusal)
+    try:
+        parts = kubelet_parts(cluster, to_minor) if swapped else None
+    except HarnessError as err:
+        raise UpgradeRefused(str(err)) from None
     target = cluster.matrix.minor(to_minor)
     profile = target.profile(cluster.profile.name)
     binary = ensure_controlplane(target)
@@ -195,8 +199,15 @@ def upgrade(cluster: LocalCluster, to_minor: str) -> float:
                 cluster.use_control_plane(*old)
                 cluster.restart(name)
             raise
+    if parts is not None:
+        swap_kubelets(cluster, swapped, to_minor, parts, drain=kubelets == "drain")
     cluster.write_state()
     return time.monotonic() - started
+
+
+def _kubelets(cluster: LocalCluster) -> list[tuple[str, str]]:
+    """(node, minor of its kubelet) of the cluster's real nodes (kwok nodes have none)."""
+    return sorted(cluster.real.minors.items()) if cluster.real is not None else []
 
 
 def emulated_version(cluster: LocalCluster) -> str:
