@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from harness.clusters.components import Tuning
 from harness.controlplane.build import ensure_controlplane
 from harness.controlplane.gates import known_gates, validate_profile
-from harness.errors import HarnessError
+from harness.errors import HarnessError, WaitTimeout
 from harness.kube import Kube
 from harness.versions import minor_number
 
@@ -160,10 +160,10 @@ def kubelet_minors(cluster: LocalCluster) -> list[str]:
     return sorted(cluster.real.parts) if cluster.real is not None else []
 
 
-def upgrade(cluster: LocalCluster, to_minor: str) -> float:
+def upgrade(cluster: LocalCluster, to_minor: str, timings: dict[str, float] | None = None) -> float:
     """Replace the control plane with `to_minor` (one minor up or down); returns the seconds
-    the step took. Refused (UpgradeRefused, nothing stopped) when the policy or the stored
-    objects forbid it."""
+    the step took (`timings` gets each component's). Refused (UpgradeRefused, nothing
+    stopped) when the policy or the stored objects forbid it."""
     before = cluster.minor.name
     refusal = skew_refusal(before, to_minor, kubelet_minors(cluster))
     if refusal:
@@ -188,9 +188,12 @@ def upgrade(cluster: LocalCluster, to_minor: str) -> float:
     old = (cluster.minor, cluster.profile, cluster.binary, cluster.known_gates)
     cluster.use_control_plane(target, profile, binary, gates)
     for i, name in enumerate(CONTROL_PLANE_ORDER):
+        began = time.monotonic()
         try:
             cluster.restart(name)
-        except HarnessError:
+            if timings is not None:
+                timings[name] = time.monotonic() - began
+        except (HarnessError, WaitTimeout):
             if i == 0:  # the new API server never served: the old one takes over again
                 cluster.use_control_plane(*old)
                 cluster.restart(name)
