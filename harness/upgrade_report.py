@@ -3,12 +3,11 @@ harness.rehearsal steps, N -> N+1 and back, on a LocalCluster of its own) and th
 report it writes: what keeps working, what changes (API versions, feature gates, renamed
 metrics), what blocks and how to clear it.
 
-    reports/out/upgrade-<from>-<to>-<run id>/upgrade.json, upgrade.md
+    reports/out/upgrade-<from>-<to>-<run id>/upgrade.json, upgrade.md   (harness.reporting writes them)
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from harness.controlplane.gates import KnownGate, known_gates
 from harness.errors import HarnessError, WaitTimeout
 from harness.kube import Kube
 from harness.objects import Created
-from harness.redaction import redact, redact_obj
+from harness.redaction import redact
 from harness.rehearsal import (
     PERSONALITY,
     StepResult,
@@ -31,6 +30,7 @@ from harness.rehearsal import (
     install_fleet,
     step,
 )
+from harness.reporting import write_report_files
 from harness.upgrade_facts import renamed_metrics
 from harness.versions import Matrix, load_matrix
 
@@ -85,7 +85,7 @@ class UpgradeReport:
     failed: str = ""  # the check that did not hold, if any
 
     def to_json(self) -> dict[str, Any]:
-        return redact_obj(asdict(self))
+        return asdict(self)  # redacted where it is written (harness.reporting)
 
 
 def _keeps_working(s: StepResult) -> list[str]:
@@ -174,8 +174,5 @@ def render_markdown(r: UpgradeReport) -> str:
 
 
 def write_report(r: UpgradeReport, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"upgrade.json": json.dumps(r.to_json(), indent=2) + "\n", "upgrade.md": render_markdown(r)}
-    for name, text in files.items():
-        (out / name).write_text(text)
-    return [out / name for name in files]
+    """upgrade.json and upgrade.md in `out`, through the report writer (and its redaction)."""
+    return write_report_files(out, {"upgrade.json": r.to_json(), "upgrade.md": render_markdown(r)})

@@ -3,11 +3,15 @@ binaries' gate tables, API changes from versions.toml, the Markdown form (redact
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+from pathlib import Path
+
 from harness.controlplane.gates import KnownGate
 from harness.detectors import Severity
 from harness.scan_target import gate_findings, kubelet_findings
 from harness.upgrade_facts import renamed_metrics
-from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, render_markdown
+from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, render_markdown, write_report
 from harness.versions import load_matrix
 
 CREATES_OLD = "resourceclaim_controller_creates_total"
@@ -88,3 +92,22 @@ def test_gates_set_away_from_their_default_and_gone_warn_and_quiet_ones_are_one_
             "1 gates running at their default are gone in 1.37: Quiet",
         ),
     ]
+
+
+def test_the_report_files_are_written_through_the_report_writer_and_redacted(tmp_path: Path) -> None:
+    report = UpgradeReport("1.36", "1.37", "dra-all", wall_seconds=59.0)
+    report.steps = [{"before": "1.36", "after": "1.37", "seconds": 18.3, "note": "token=s3cr3t"}]
+    report.blocks = [
+        {"what": "2 object(s) stored as scheduling.k8s.io/v1alpha2", "remediation": "delete them"}
+    ]
+    written = write_report(report, tmp_path / "out")
+    assert [p.name for p in written] == ["upgrade.json", "upgrade.md"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["upgrade.json", "upgrade.md"]
+    data = json.loads(written[0].read_text())
+    assert data["steps"] == [{"before": "1.36", "after": "1.37", "seconds": 18.3, "note": "token=<redacted>"}]
+    assert {k: v for k, v in data.items() if k != "steps"} == {
+        k: v for k, v in asdict(report).items() if k != "steps"
+    }
+    assert written[0].read_text().endswith("}\n")
+    assert written[1].read_text() == render_markdown(report)
+    assert "s3cr3t" not in written[0].read_text() + written[1].read_text()
