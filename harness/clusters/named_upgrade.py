@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.clusters.named import LOG, ClusterRecord, locked, running, state_dir, validate_name
-from harness.clusters.processes import log_tail
+from harness.clusters.processes import exit_code, log_tail
 from harness.clusters.upgrade import CONTROL_PLANE_ORDER, UpgradeRefused, skew_refusal, upgrade
 from harness.controlplane.build import controlplane_built
 from harness.errors import HarnessError, WaitTimeout
@@ -120,13 +120,19 @@ def request_upgrade(name: str, to: str) -> StepOutcome:
                 f"cluster {name!r} is {current.phase} on {current.minor}; run this again later"
             )
         request_id = uuid.uuid4().hex
+        carried_through = (
+            f"interrupted while waiting: the supervisor of cluster {name!r} completes the step "
+            f"{current.minor} -> {target} as one (or, if the new API server does not serve, goes back "
+            f"to {current.minor}); `dra-harness cluster status --name {name}` shows which"
+        )
+        written = False
         try:
             _write_json(directory / REQUEST, {"id": request_id, "before": current.minor, "to": target})
+            written = True
             delivered = current.supervisor.signal(UPGRADE)
         except KeyboardInterrupt as stop:
-            (directory / REQUEST).unlink(missing_ok=True)
             raise Interrupted(
-                f"interrupted before the upgrade began: cluster {name!r} runs {current.minor}", 130
+                _withdraw(directory, name, current.minor, written, carried_through), exit_code(stop)
             ) from stop
         if not delivered:
             raise HarnessError(
@@ -135,12 +141,18 @@ def request_upgrade(name: str, to: str) -> StepOutcome:
         try:
             return _await_outcome(directory, current, request_id)
         except KeyboardInterrupt as stop:
-            raise Interrupted(
-                f"interrupted while waiting: the supervisor of cluster {name!r} completes the step "
-                f"{current.minor} -> {target} as one (or, if the new API server does not serve, "
-                f"goes back to {current.minor}); `dra-harness cluster status --name {name}` shows which",
-                130,
-            ) from stop
+            raise Interrupted(carried_through, exit_code(stop)) from stop
+
+
+def _withdraw(directory: Path, name: str, minor: str, written: bool, taken: str) -> str:
+    """Ctrl-C before the request was surely delivered: a request still there is removed (the
+    supervisor now never takes it); one already gone was taken, and its step runs (`taken`)."""
+    try:
+        if written:
+            (directory / REQUEST).unlink()
+    except FileNotFoundError:
+        return taken
+    return f"interrupted before the upgrade began: cluster {name!r} runs {minor}"
 
 
 def _await_outcome(directory: Path, record: ClusterRecord, request_id: str) -> StepOutcome:
