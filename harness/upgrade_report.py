@@ -31,8 +31,8 @@ from harness.rehearsal import (
     step,
 )
 from harness.reporting import write_report_files
-from harness.upgrade_facts import renamed_metrics
-from harness.versions import Matrix, load_matrix
+from harness.upgrade_facts import API_REMOVALS, renamed_metrics
+from harness.versions import Matrix, load_matrix, minor_number
 
 NAMESPACE = "rehearsal"
 
@@ -67,6 +67,13 @@ def api_changes(matrix: Matrix, before: str, after: str) -> list[str]:
         f"{d.group_version} {', '.join(d.resources)} stored by {before} cannot be read by {after} "
         f"({d.source})"
         for d in storage_drops(before, after)
+    ]
+    low, high = sorted((minor_number(before), minor_number(after)))
+    out += [  # crossed by the step: served on one side only
+        f"{r.group_version} is not served from {r.removed} on: clients writing through it break; objects "
+        f"stay readable ({r.source})"
+        for r in API_REMOVALS
+        if low < minor_number(r.removed) <= high
     ]
     return out
 

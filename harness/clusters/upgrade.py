@@ -26,6 +26,7 @@ from harness.controlplane.build import ensure_controlplane
 from harness.controlplane.gates import known_gates, validate_profile
 from harness.errors import HarnessError, WaitTimeout
 from harness.kube import Kube
+from harness.upgrade_facts import ApiRemoval
 from harness.versions import minor_number
 
 if TYPE_CHECKING:
@@ -153,6 +154,51 @@ def stored_in_dropped_versions(kube: Kube, before: str, after: str) -> list[str]
                 meta = obj["metadata"]
                 found.append(f"{drop.group_version} {resource} {meta.get('namespace', '')}/{meta['name']}")
     return found
+
+
+@dataclass(frozen=True)
+class RemovedApiWriter:
+    """An object some client wrote through an API version a later release stops serving."""
+
+    removal: ApiRemoval
+    resource: str  # "deviceclasses"
+    name: str  # "<namespace>/<name>", or "<name>" for a cluster-scoped object
+    managers: tuple[str, ...]  # the managedFields managers that wrote through it
+
+
+def written_through(kube: Kube, removal: ApiRemoval) -> list[RemovedApiWriter]:
+    """Objects whose managedFields record a write through `removal`'s version (each entry
+    keeps the apiVersion its manager used), listed through the version that replaces it.
+    The objects stay readable (harness.upgrade_facts); their writers break at the removal."""
+    served = served_kinds(kube, removal.group_version)
+    if not served:  # not served here: no client can write through it
+        return []
+    current = preferred_version(kube, removal.group_version.split("/")[0])
+    found = []
+    for resource, kind in sorted(served.items()):
+        if kind not in removal.kinds:
+            continue
+        for obj in kube.list(current, kind):
+            meta = obj["metadata"]
+            managers = sorted(
+                {
+                    m.get("manager", "?")
+                    for m in meta.get("managedFields") or []
+                    if m.get("apiVersion") == removal.group_version
+                }
+            )
+            if managers:
+                name = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+                found.append(RemovedApiWriter(removal, resource, name, tuple(managers)))
+    return found
+
+
+def preferred_version(kube: Kube, group: str) -> str:
+    """The group/version the API server prefers for `group` (discovery's preferredVersion)."""
+    status, body = kube.raw_get(f"/apis/{group}")
+    if status != 200:
+        raise HarnessError(f"discovery of {group}: HTTP {status}: {body[:200]}")
+    return str(json.loads(body)["preferredVersion"]["groupVersion"])
 
 
 def kubelet_minors(cluster: LocalCluster) -> list[str]:
