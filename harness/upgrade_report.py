@@ -122,6 +122,13 @@ def _record(report: UpgradeReport, s: StepResult) -> None:
         report.blocks.append(
             {"what": s.refused_first, "remediation": "delete or recreate those objects first"}
         )
+    report.blocks += [
+        {
+            "what": f"written through {w} ({s.after} no longer serves it)",
+            "remediation": "move the writer to v1",
+        }
+        for w in s.removed_api_writers
+    ]
     report.keeps_working += _keeps_working(s)
 
 

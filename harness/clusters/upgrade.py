@@ -26,7 +26,7 @@ from harness.controlplane.build import ensure_controlplane
 from harness.controlplane.gates import known_gates, validate_profile
 from harness.errors import HarnessError, WaitTimeout
 from harness.kube import Kube
-from harness.upgrade_facts import ApiRemoval
+from harness.upgrade_facts import API_REMOVALS, ApiRemoval
 from harness.versions import minor_number
 
 if TYPE_CHECKING:
@@ -191,6 +191,14 @@ def written_through(kube: Kube, removal: ApiRemoval) -> list[RemovedApiWriter]:
                 name = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
                 found.append(RemovedApiWriter(removal, resource, name, tuple(managers)))
     return found
+
+
+def crossed_removal_writers(kube: Kube, before: str, after: str) -> list[RemovedApiWriter]:
+    """Writers through a version served on `before` and no longer on `after` (an upgrade
+    across its APILifecycleRemoved release): not a refusal, the objects stay readable."""
+    low, high = minor_number(before), minor_number(after)
+    crossed = [r for r in API_REMOVALS if low < minor_number(r.removed) <= high]
+    return [w for r in crossed for w in written_through(kube, r)]
 
 
 def preferred_version(kube: Kube, group: str) -> str:

@@ -6,6 +6,7 @@ written through resource.k8s.io/v1beta1 and v1beta2, which 1.38 and 1.39 stop se
 from __future__ import annotations
 
 from fixtures.upgrade import StartRehearsal
+from harness.clusters.upgrade import crossed_removal_writers
 from harness.detectors import Severity
 from harness.gang import gang_api, gang_objects
 from harness.kube import Obj
@@ -122,4 +123,10 @@ def test_the_target_scan_warns_of_objects_written_through_versions_removed_later
         )
         for removal in (v1beta1, v1beta2)
         for gv in [removal.group_version]
+    ]
+    # What a rehearsed step records (harness.rehearsal.step): only writers of a version it stops serving.
+    assert crossed_removal_writers(r.kube, "1.36", "1.37") == []
+    crossed = crossed_removal_writers(r.kube, "1.37", "1.38")
+    assert [(w.removal, w.resource, w.name, w.managers) for w in crossed] == [
+        (v1beta1, "deviceclasses", "written-v1beta1", (manager,))
     ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 from collections.abc import Iterator
 
@@ -15,14 +16,14 @@ import pytest
 from fixtures.requirements import provider_unmet, skip
 from harness import builders as b
 from harness.clusters import named
-from harness.clusters.named_upgrade import StepOutcome
-from harness.clusters.upgrade import CONTROL_PLANE_ORDER, SKEW_POLICY
+from harness.clusters.named_upgrade import STEP_TIMEOUT, StepOutcome
+from harness.clusters.upgrade import CONTROL_PLANE_ORDER, SKEW_POLICY, stored_in_dropped_versions
 from harness.controlplane.build import controlplane_built
 from harness.gang import gang_api, gang_objects
 from harness.kube import Kube
 from harness.rehearsal import pod_allocations, wait_running
 from harness.versions import load_matrix
-from harness.waits import wait_for
+from harness.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import cli, finish
 
 NS = "upgrade"
@@ -44,6 +45,8 @@ def name(request: pytest.FixtureRequest) -> Iterator[str]:
     cluster = f"t{os.getpid()}-{request.node.name[5:17].replace('_', '-')}".strip("-")
     yield cluster
     finish(cli("cluster", "down", "--name", cluster), "cluster down")
+    shutil.rmtree(named.state_dir(cluster), ignore_errors=True)
+    (named.clusters_root() / f"{cluster}.lock").unlink(missing_ok=True)
 
 
 def _up(name: str, minor: str, *extra: str) -> Kube:
@@ -135,12 +138,17 @@ def test_refused_steps_change_nothing_and_an_interrupted_one_is_carried_through(
     assert kube.git_version() == "v1.37.2"
 
     _delete_gang(kube)
-    wait_for(lambda: kube.list(gv, "Workload", NS), lambda left: left == [], timeout=30, describe="gang gone")
+    wait_for(
+        lambda: stored_in_dropped_versions(kube, "1.37", "1.36"),
+        lambda left: left == [],
+        timeout=TIMEOUTS.deletion,
+        describe="the gang's Workload and PodGroup gone",
+    )
     first = cli("cluster", "upgrade", "--name", name, "--to", "1.36")
     upgrading = wait_for(
         lambda: named.read_record(named.state_dir(name)),
         lambda r: r is not None and r.phase.startswith("upgrading"),
-        timeout=30,
+        timeout=TIMEOUTS.api_object,
         describe="the record saying the step runs",
     )
     assert upgrading is not None
@@ -162,7 +170,7 @@ def test_refused_steps_change_nothing_and_an_interrupted_one_is_carried_through(
     done = wait_for(
         lambda: named.read_record(named.state_dir(name)),
         lambda r: r is not None and r.phase == "ready",
-        timeout=120,
+        timeout=STEP_TIMEOUT,
         describe="the interrupted step carried through",
     )
     assert done is not None
