@@ -24,7 +24,7 @@ from harness.kube import Kube
 from harness.rehearsal import pod_allocations, wait_running
 from harness.versions import load_matrix
 from harness.waits import TIMEOUTS, wait_for
-from tests.e2e.lifecycle_probe import cli, finish
+from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded_ports
 
 NS = "upgrade"
 STEP = re.compile(
@@ -101,6 +101,8 @@ def test_a_named_cluster_upgrades_in_place_and_its_bridged_pod_keeps_its_claim(n
     assert (record.phase, record.minor) == ("ready", "1.37")
     current = record.components["fake-driver-publisher"]
     assert current.alive(), f"publisher {publisher} -> {current} not running after the step"
+    assert finish(cli("cluster", "down", "--name", name), "cluster down")[0] == 0  # the new processes too
+    assert_nothing_left(named.state_dir(name), recorded_ports(named.state_dir(name)), "down after the step")
 
 
 def _gang(kube: Kube) -> None:
