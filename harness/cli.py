@@ -4,6 +4,7 @@
     dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
         [--nodes]                              ... and the real nodes' kubelet, containerd, images
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
+    dra-harness cluster upgrade --to 1.37      ... its control plane, one minor up or down, in place
         [--real-nodes N]                       ... with N real nodes (kubelet, containerd, fake driver)
     dra-harness run [-n 4] [PATH...] [-- ARGS] the main job: suites on the default cell, reports
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
@@ -31,7 +32,7 @@ from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positi
 from fake_driver.errors import end_quietly_on_broken_pipe
 from harness.cli_bench import add_bench_curve_parser, add_bench_parser
 from harness.cli_qualify import add_qualify_parser
-from harness.cli_upgrade import add_upgrade_parser
+from harness.cli_upgrade import add_upgrade_parser, cmd_cluster_upgrade
 from harness.clusters.processes import exit_code, install_signal_teardown
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
@@ -105,7 +106,11 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(record.to_json(), indent=2))
         return 0
-    print(f"# cluster {args.name!r}: Kubernetes {record.kubernetes}, gates {record.profile}")
+    phase = "" if record.phase == "ready" else f" ({record.phase})"
+    print(f"# cluster {args.name!r}: Kubernetes {record.kubernetes}, gates {record.profile}{phase}")
+    if record.phase.startswith("upgrading"):  # its API server may be down: no pool table
+        print(f"# pools after the step; `dra-harness cluster status --name {args.name}` again")
+        return 0
     print(
         f"{'POOL':<16}{'NODES':>7}{'READY':>7}{'DRA DEVICES':>13}{'ALLOCATED':>11}"
         f"{'nvidia.com/gpu':>16}{'REQUESTED':>11}"
@@ -254,7 +259,13 @@ def _cluster_parsers(sub: Subparsers) -> None:
     cl = sub.add_parser("cluster", help="a long-lived local cluster").add_subparsers(
         dest="action", required=True
     )
-    for action, func in (("up", cmd_cluster_up), ("down", cmd_cluster_down), ("status", cmd_cluster_status)):
+    actions = (
+        ("up", cmd_cluster_up),
+        ("down", cmd_cluster_down),
+        ("status", cmd_cluster_status),
+        ("upgrade", cmd_cluster_upgrade),
+    )
+    for action, func in actions:
         p = cl.add_parser(action)
         p.add_argument(
             "--name",
@@ -280,6 +291,13 @@ def _cluster_parsers(sub: Subparsers) -> None:
                 "(default: harness/clusters/demo-fleet.yaml)",
             )
             fleet.add_argument("--no-fleet", action="store_true", help="no nodes, driver or classes")
+        if action == "upgrade":
+            p.add_argument(
+                "--to",
+                type=nonempty,
+                required=True,
+                help="the minor to step to, one up or down (versions.toml)",
+            )
         if action == "status":
             p.add_argument("--json", action="store_true", help="the supervisor's record (PIDs, kubeconfig)")
         p.set_defaults(func=func)

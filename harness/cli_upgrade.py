@@ -1,10 +1,11 @@
 """`dra-harness upgrade --from 1.36 --to 1.37`: the upgrade rehearsal and its report
-(harness.upgrade_report). Exit 0 when every check held, 3 when one did not, 1 when it could
-not start (bad minors, a step the skew policy forbids, a build failure)."""
+(harness.upgrade_report), and `dra-harness cluster upgrade`. Exit 0 when every check held, 3
+when one did not, 1 when it could not start (bad minors, a step the skew policy forbids, a build failure)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,26 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     if report.failed:
         print(f"FAILED: {report.failed}")
         return 3
+    return 0
+
+
+def cmd_cluster_upgrade(args: argparse.Namespace) -> int:
+    """`dra-harness cluster upgrade --to 1.37`: the named cluster's control plane, in place
+    (harness.clusters.named_upgrade). Exit 0 once it runs the target, 1 when refused or
+    failed (one line), 130 on Ctrl-C with what the cluster runs."""
+    from harness.clusters.named_upgrade import Interrupted, request_upgrade
+
+    try:
+        outcome = request_upgrade(args.name, args.to)
+    except Interrupted as stop:
+        print(f"dra-harness: {stop.state}", file=sys.stderr)
+        return stop.code
+    if not outcome.ok:
+        print(f"dra-harness: cluster {args.name!r}: {outcome.message.splitlines()[0]}", file=sys.stderr)
+        return 1
+    steps = ", ".join(f"{c} {s:.1f}s" for c, s in outcome.components.items())
+    step = f"{outcome.before} -> {outcome.to} in {outcome.seconds:.1f}s"
+    print(f"# cluster {args.name!r} upgraded {step} ({steps})")
     return 0
 
 

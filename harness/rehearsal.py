@@ -24,7 +24,12 @@ from fake_driver.personalities import get_personality
 from fake_driver.publisher import Publisher
 from harness import builders as b
 from harness.clusters.nodes import NodePool, create_pool, delete_pool
-from harness.clusters.upgrade import UpgradeRefused, served_kinds, stored_in_dropped_versions
+from harness.clusters.upgrade import (
+    UpgradeRefused,
+    crossed_removal_writers,
+    served_kinds,
+    stored_in_dropped_versions,
+)
 from harness.drastate import allocated_devices, claims_of
 from harness.errors import HarnessError
 from harness.gang import gang_api, gang_objects, join_gang
@@ -236,6 +241,8 @@ class StepResult:
     new: Workloads = field(default_factory=Workloads)  # later steps delete some of them
     new_kinds: list[str] = field(default_factory=list)  # of `new`, as made
     doubly_allocated: dict[Device, list[str]] = field(default_factory=dict)
+    # objects written through a version `after` no longer serves: "<gv> <resource>/<name> by <managers>"
+    removed_api_writers: list[str] = field(default_factory=list)
 
 
 def step(
@@ -252,6 +259,10 @@ def step(
             except UpgradeRefused as err:
                 result.refused_first = str(err)
             delete_gang(kube, workloads, ns, result.before)
+    result.removed_api_writers = [
+        f"{w.removal.group_version} {w.resource}/{w.name} by {', '.join(w.managers)}"
+        for w in crossed_removal_writers(kube, result.before, to)
+    ]
     doomed = made[-1].pods["bridged"].pop()
     doomed_claims = [c["metadata"]["name"] for c in claims_of(kube, ns, doomed)]
     survivors = [p for w in made for p in w.names()]

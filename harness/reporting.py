@@ -1,6 +1,7 @@
 """Per-cell report files that are not pytest's own: summary.json, and the allure side files
 (environment.properties, categories.json). Plain functions, so the matrix runner and the
-readiness report read and write the same shapes.
+readiness report read and write the same shapes. write_report_files writes a report's files
+(the upgrade report's among them) through the one redaction.
 
 summary.json (one per cell run):
     {"cell": {"provider", "minor", "kubernetes", "profile", "driver", "personality"},
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.redaction import redact_obj
+from harness.redaction import redact, redact_obj
 from harness.requirements import Reason
 
 OUTCOMES = ("passed", "failed", "skipped", "errors")
@@ -182,6 +183,28 @@ def read_summary(path: Path) -> CellSummary:
 def write_summary(path: Path, summary: CellSummary) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(redact_obj(summary.to_json()), indent=2))
+
+
+ReportFile = str | dict[str, Any]  # Markdown/HTML text, or a JSON document
+
+
+def write_report_files(out: Path, files: Mapping[str, ReportFile]) -> list[Path]:
+    """Write a report's files into `out` (made if missing), each redacted on its way: text
+    through redact, a JSON document through redact_obj (written indented, newline-ended).
+    Each file is replaced whole, so a reader never sees half of one. Returns the paths in
+    the order given."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, content in files.items():
+        text = (
+            redact(content) if isinstance(content, str) else json.dumps(redact_obj(content), indent=2) + "\n"
+        )
+        path = out / name
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+        written.append(path)
+    return written
 
 
 def environment_properties(values: Mapping[str, str]) -> str:

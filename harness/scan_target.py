@@ -1,6 +1,9 @@
 """`dra-harness scan --target 1.37`: pre-upgrade findings for a target minor, read-only.
 
 - objects stored in an API version the target cannot read (harness.clusters.upgrade.STORAGE_DROPS);
+- objects written through an API version deprecated by the target and removed by it or later
+  (harness.upgrade_facts.API_REMOVALS): blocking once the target no longer serves it, a
+  warning before;
 - a target more than one minor ahead (the skew policy's one-minor-at-a-time);
 - feature gates the cluster runs at a value the target removes or locks (the gates from the
   API server's kubernetes_feature_enabled metric, the target's from its built binary);
@@ -14,14 +17,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from harness.clusters.upgrade import KUBELET_MAX_BEHIND, SKEW_POLICY, served_kinds, stored_in_dropped_versions
+from harness.clusters.upgrade import (
+    KUBELET_MAX_BEHIND,
+    SKEW_POLICY,
+    served_kinds,
+    stored_in_dropped_versions,
+    written_through,
+)
 from harness.controlplane.build import binary_path
 from harness.controlplane.gates import KnownGate, known_gates
 from harness.detectors import Finding, Severity
 from harness.errors import HarnessError
 from harness.expectations import kubelet_prepares_bridged_claim
 from harness.kube import ForbiddenError, Kube, Obj
-from harness.upgrade_facts import renamed_metrics
+from harness.upgrade_facts import removals_ahead, renamed_metrics
 from harness.versions import Matrix, minor_number
 
 PROMETHEUS_RULES = "monitoring.coreos.com/v1"
@@ -63,6 +72,27 @@ def stored_findings(kube: Kube, current: str, target: str) -> list[Finding]:
                 "upgrade through each minor, scanning with --target before each step",
             )
         )
+    return findings
+
+
+def removal_findings(kube: Kube, current: str, target: str) -> list[Finding]:
+    """Objects written through a version the way to `target` deprecates or removes: their
+    writers (drivers, controllers, manifests) must move to the version that replaces it."""
+    findings = []
+    for removal in removals_ahead(current, target):
+        removed = minor_number(target) >= minor_number(removal.removed)
+        for w in written_through(kube, removal):
+            findings.append(
+                Finding(
+                    "api-removal",
+                    Severity.BLOCKING if removed else Severity.WARNING,
+                    f"{w.resource}/{w.name}",
+                    f"written through {removal.group_version} by {', '.join(w.managers)}; "
+                    f"{removal.removed} no longer serves it ({removal.source})",
+                    f"move {', '.join(w.managers)} to {removal.group_version.split('/')[0]}/v1 before "
+                    f"{removal.removed}; the object itself stays readable",
+                )
+            )
     return findings
 
 
@@ -204,7 +234,11 @@ def target_findings(
     matrix.minor(target)  # unknown minor: one line
     if minor_number(target) <= version:
         raise HarnessError(f"--target {target} is not later than the cluster's {current}")
-    findings = [*stored_findings(kube, current, target), *metric_findings(kube, current, target)]
+    findings = [
+        *stored_findings(kube, current, target),
+        *removal_findings(kube, current, target),
+        *metric_findings(kube, current, target),
+    ]
     binary = binary_path(matrix.minor(target))
     now = binary_path(matrix.minor(current)) if current in matrix.minors else None
     if binary.exists():

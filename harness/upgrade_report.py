@@ -3,12 +3,11 @@ harness.rehearsal steps, N -> N+1 and back, on a LocalCluster of its own) and th
 report it writes: what keeps working, what changes (API versions, feature gates, renamed
 metrics), what blocks and how to clear it.
 
-    reports/out/upgrade-<from>-<to>-<run id>/upgrade.json, upgrade.md
+    reports/out/upgrade-<from>-<to>-<run id>/upgrade.json, upgrade.md   (harness.reporting writes them)
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from harness.controlplane.gates import KnownGate, known_gates
 from harness.errors import HarnessError, WaitTimeout
 from harness.kube import Kube
 from harness.objects import Created
-from harness.redaction import redact, redact_obj
+from harness.redaction import redact
 from harness.rehearsal import (
     PERSONALITY,
     StepResult,
@@ -31,8 +30,9 @@ from harness.rehearsal import (
     install_fleet,
     step,
 )
-from harness.upgrade_facts import renamed_metrics
-from harness.versions import Matrix, load_matrix
+from harness.reporting import write_report_files
+from harness.upgrade_facts import API_REMOVALS, renamed_metrics
+from harness.versions import Matrix, load_matrix, minor_number
 
 NAMESPACE = "rehearsal"
 
@@ -68,6 +68,13 @@ def api_changes(matrix: Matrix, before: str, after: str) -> list[str]:
         f"({d.source})"
         for d in storage_drops(before, after)
     ]
+    low, high = sorted((minor_number(before), minor_number(after)))
+    out += [  # crossed by the step: served on one side only
+        f"{r.group_version} is not served from {r.removed} on: clients writing through it break; objects "
+        f"stay readable ({r.source})"
+        for r in API_REMOVALS
+        if low < minor_number(r.removed) <= high
+    ]
     return out
 
 
@@ -85,7 +92,7 @@ class UpgradeReport:
     failed: str = ""  # the check that did not hold, if any
 
     def to_json(self) -> dict[str, Any]:
-        return redact_obj(asdict(self))
+        return asdict(self)  # redacted where it is written (harness.reporting)
 
 
 def _keeps_working(s: StepResult) -> list[str]:
@@ -115,6 +122,13 @@ def _record(report: UpgradeReport, s: StepResult) -> None:
         report.blocks.append(
             {"what": s.refused_first, "remediation": "delete or recreate those objects first"}
         )
+    report.blocks += [
+        {
+            "what": f"written through {w} ({s.after} no longer serves it)",
+            "remediation": "move the writer to v1",
+        }
+        for w in s.removed_api_writers
+    ]
     report.keeps_working += _keeps_working(s)
 
 
@@ -174,8 +188,5 @@ def render_markdown(r: UpgradeReport) -> str:
 
 
 def write_report(r: UpgradeReport, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"upgrade.json": json.dumps(r.to_json(), indent=2) + "\n", "upgrade.md": render_markdown(r)}
-    for name, text in files.items():
-        (out / name).write_text(text)
-    return [out / name for name in files]
+    """upgrade.json and upgrade.md in `out`, through the report writer (and its redaction)."""
+    return write_report_files(out, {"upgrade.json": r.to_json(), "upgrade.md": render_markdown(r)})

@@ -48,3 +48,25 @@ UPGRADE = [
         r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37$",
     ),
 ]
+
+NOT_BUILT = (
+    r"^dra-harness: the control plane of Kubernetes v1\.37\.2 is not built: run "
+    r"`make controlplane K8S=1\.37` \(or `dra-harness controlplane build -k 1\.37`\), then this again$"
+)
+
+CLUSTER_UPGRADE = [
+    Row(
+        "cluster-upgrade-unknown-minor",
+        ("cluster", "upgrade", "--name", "x", "--to", "1.99"),
+        1,
+        r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37$",
+    ),
+    Row("cluster-upgrade-not-built", ("cluster", "upgrade", "--name", "x", "--to", "1.37"), 1, NOT_BUILT),
+    Row(
+        "cluster-upgrade-bad-name",
+        ("cluster", "upgrade", "--name", "Bad_", "--to", "1.37"),
+        1,
+        r"^dra-harness: cluster name 'Bad_' is not valid",
+    ),
+    Row("cluster-upgrade-no-to", ("cluster", "upgrade"), 2, r"the following arguments are required: --to"),
+]

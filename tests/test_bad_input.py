@@ -20,7 +20,7 @@ from harness.layout import REPORTS
 from tests.badinput import SUMMARY, Outcome, Row, files, run_row, summary, versions
 from tests.badinput_fake_driver import FAKE_DRIVER, NOT_A_DIR, PLUGINS, F
 from tests.badinput_lifecycle import LIFECYCLE
-from tests.badinput_upgrade import UPGRADE
+from tests.badinput_upgrade import CLUSTER_UPGRADE, UPGRADE
 
 SKIPPED_FOR_WEATHER = (SUMMARY % ("1.37", "skipped", "1.0")).replace(
     '"message": ""', '"message": "", "reasons": [{"kind": "weather"}]'
@@ -273,7 +273,18 @@ PYTEST = [  # the plugin's options: pytest's usage error, exit 4
     ),
 ]
 
-ROWS = [*USAGE, *HARNESS, *VERSIONS, *CLOSED_PIPE, *FAKE_DRIVER, *PLUGINS, *PYTEST, *LIFECYCLE, *UPGRADE]
+ROWS = [
+    *USAGE,
+    *HARNESS,
+    *VERSIONS,
+    *CLOSED_PIPE,
+    *FAKE_DRIVER,
+    *PLUGINS,
+    *PYTEST,
+    *LIFECYCLE,
+    *UPGRADE,
+    *CLUSTER_UPGRADE,
+]
 BY_ID = {row.id: row for row in ROWS}
 
 

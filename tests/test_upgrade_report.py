@@ -3,12 +3,21 @@ binaries' gate tables, API changes from versions.toml, the Markdown form (redact
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from harness.controlplane.build import module_dir
 from harness.controlplane.gates import KnownGate
 from harness.detectors import Severity
+from harness.errors import HarnessError
 from harness.scan_target import gate_findings, kubelet_findings
-from harness.upgrade_facts import renamed_metrics
-from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, render_markdown
-from harness.versions import load_matrix
+from harness.upgrade_facts import API_REMOVALS, ApiRemoval, removals_ahead, renamed_metrics
+from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, render_markdown, write_report
+from harness.versions import VERSIONS_FILE, load_matrix, parse_matrix
 
 CREATES_OLD = "resourceclaim_controller_creates_total"
 CREATES_NEW = "dynamic_resource_allocation_resourceclaim_creates_total"
@@ -88,3 +97,77 @@ def test_gates_set_away_from_their_default_and_gone_warn_and_quiet_ones_are_one_
             "1 gates running at their default are gone in 1.37: Quiet",
         ),
     ]
+
+
+def test_the_report_files_are_written_through_the_report_writer_and_redacted(tmp_path: Path) -> None:
+    report = UpgradeReport("1.36", "1.37", "dra-all", wall_seconds=59.0)
+    report.steps = [{"before": "1.36", "after": "1.37", "seconds": 18.3, "note": "token=s3cr3t"}]
+    report.blocks = [
+        {"what": "2 object(s) stored as scheduling.k8s.io/v1alpha2", "remediation": "delete them"}
+    ]
+    written = write_report(report, tmp_path / "out")
+    assert [p.name for p in written] == ["upgrade.json", "upgrade.md"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["upgrade.json", "upgrade.md"]
+    data = json.loads(written[0].read_text())
+    assert data["steps"] == [{"before": "1.36", "after": "1.37", "seconds": 18.3, "note": "token=<redacted>"}]
+    assert {k: v for k, v in data.items() if k != "steps"} == {
+        k: v for k, v in asdict(report).items() if k != "steps"
+    }
+    assert written[0].read_text().endswith("}\n")
+    assert written[1].read_text() == render_markdown(report)
+    assert "s3cr3t" not in written[0].read_text() + written[1].read_text()
+
+
+def _lifecycle(version: str) -> dict[str, tuple[str, str]]:
+    """kind -> (deprecated, removed) as k8s.io/api@v0.37.2 generates them for resource/<version>."""
+    try:
+        source = (
+            module_dir("k8s.io/api", "v0.37.2")
+            / "resource"
+            / version
+            / "zz_generated.prerelease-lifecycle.go"
+        )
+    except HarnessError as err:
+        pytest.skip(f"k8s.io/api@v0.37.2 not here: {err}")
+    text = source.read_text()
+    found: dict[str, dict[str, str]] = {}
+    pattern = r"func \(in \*(\w+)\) APILifecycle(Deprecated|Removed)\(\) \(major, minor int\) \{\s*"
+    pattern += r"return (\d+), (\d+)"
+    for kind, what, major, minor in re.findall(pattern, text):
+        found.setdefault(kind, {})[what] = f"{major}.{minor}"
+    return {k: (v["Deprecated"], v["Removed"]) for k, v in found.items()}
+
+
+@pytest.mark.parametrize("removal", API_REMOVALS, ids=[r.group_version for r in API_REMOVALS])
+def test_each_recorded_api_removal_is_the_release_the_generated_lifecycle_states(removal: ApiRemoval) -> None:
+    lifecycle = _lifecycle(removal.group_version.split("/")[1])
+    for kind in removal.kinds:
+        assert lifecycle[kind] == (removal.deprecated, removal.removed), kind
+        assert lifecycle[f"{kind}List"] == (removal.deprecated, removal.removed), kind
+    assert f"(APILifecycleRemoved: 1, {removal.removed.split('.')[1]})" in removal.source
+
+
+def test_removals_ahead_are_those_still_served_now_and_deprecated_by_the_target() -> None:
+    assert [r.group_version for r in removals_ahead("1.36", "1.37")] == [
+        "resource.k8s.io/v1beta1",
+        "resource.k8s.io/v1beta2",
+    ]
+    assert [r.group_version for r in removals_ahead("1.35", "1.35")] == ["resource.k8s.io/v1beta1"]
+    assert removals_ahead("1.34", "1.34") == []
+    assert [r.group_version for r in removals_ahead("1.38", "1.39")] == ["resource.k8s.io/v1beta2"]
+
+
+def test_a_step_across_the_v1beta1_removal_names_it_and_earlier_steps_do_not() -> None:
+    text = VERSIONS_FILE.read_text()
+    lines = text[text.index('[minors."1.37"]') :].splitlines()
+    ends = [i for i, line in enumerate(lines) if line.startswith("[") and '"1.37"' not in line]
+    block = "\n".join(lines[: ends[0] if ends else len(lines)])
+    block = block.replace('"1.37"', '"1.38"').replace("v1.37.2", "v1.38.0").replace("v0.37.2", "v0.38.0")
+    matrix = parse_matrix(text + "\n" + block + "\n")  # a 1.38 like 1.37: versions.toml has none yet
+    [crossed] = [c for c in api_changes(matrix, "1.37", "1.38") if "v1beta1" in c]
+    assert crossed == (
+        "resource.k8s.io/v1beta1 is not served from 1.38 on: clients writing through it break; objects stay "
+        "readable (k8s.io/api resource/v1beta1/zz_generated.prerelease-lifecycle.go@v0.37.2 "
+        "(APILifecycleRemoved: 1, 38))"
+    )
+    assert not [c for c in api_changes(matrix, "1.36", "1.37") if "not served from" in c]

@@ -106,7 +106,9 @@ def state_dir(name: str) -> Path:
 
 
 @contextlib.contextmanager
-def locked(name: str) -> Iterator[None]:
+def locked(name: str, *, busy: str = "") -> Iterator[None]:
+    """Hold the name's lock; waits for another holder, or with `busy` refuses at once with
+    that message (a second upgrade must not queue behind the first)."""
     root = clusters_root()
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / f"{validate_name(name)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -119,6 +121,8 @@ def locked(name: str) -> Iterator[None]:
         return True
 
     try:
+        if busy and not acquire():
+            raise HarnessError(busy)
         wait_for(
             acquire,
             timeout=LOCK_TIMEOUT,

@@ -28,6 +28,9 @@ def _die_with_parent() -> None:
     # Runs in the child between fork and exec: if the harness dies, so does the child.
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # no graceful shutdown to wait for: the owner is gone
+    # The mask survives fork and exec: a component the cluster supervisor starts while it
+    # sigwaits (a restarted publisher, an upgraded API server) would never see its SIGTERM.
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
 def _stop_with_parent() -> None:

@@ -31,12 +31,14 @@ from fake_driver.errors import FakeDriverError
 from harness.clusters.identity import ProcessIdentity
 from harness.clusters.local import LocalCluster
 from harness.clusters.named import ACKNOWLEDGE, ClusterRecord, write_record
+from harness.clusters.named_upgrade import UPGRADE, carry_out, phase_after, take_request
 from harness.clusters.processes import ManagedProcess, exit_code, install_signal_teardown
 from harness.clusters.realnodes import RealPool
 from harness.errors import HarnessError
 
 _PR_SET_PDEATHSIG = 1
 _STOP = {signal.SIGTERM, signal.SIGINT}
+_WAITED = {*_STOP, ACKNOWLEDGE, UPGRADE}  # what the ready supervisor sigwaits for
 
 
 def _die_with_owner(signum: int) -> None:
@@ -55,7 +57,7 @@ class _OwnerWatch:
         self._main = threading.main_thread().ident
         # Started with every stop signal blocked, which it keeps: a `cluster down` must reach the
         # main thread's sigwait, not this one.
-        before = signal.pthread_sigmask(signal.SIG_BLOCK, {*_STOP, ACKNOWLEDGE})
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
         try:
             threading.Thread(target=self._watch, name="owner-watch", daemon=True).start()
         finally:
@@ -116,6 +118,14 @@ class _Fleet:
         self.failures = 0  # exits since the publisher last stayed up STABLE_SECONDS
         self.due: float | None = None  # when the pending restart may happen
 
+    def restart_now(self) -> None:
+        """After a control-plane step: a publisher the step's API server restart ended is
+        started at once, not after its backoff."""
+        if not self.publisher.running():
+            self.due, self.failures, self.started = None, 0, time.monotonic()
+            self.restarts += 1
+            self.publisher.start()
+
     def keep_running(self, now: float | None = None) -> bool:
         """Restart the publisher if it has exited and its backoff has passed; True if it did."""
         now = time.monotonic() if now is None else now
@@ -138,13 +148,15 @@ class _Fleet:
         return True
 
 
-def _record(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None = None) -> ClusterRecord:
+def _record(
+    args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None = None, phase: str = "ready"
+) -> ClusterRecord:
     return ClusterRecord(
         name=args.state_dir.name,
         minor=cluster.minor.name,
         kubernetes=cluster.minor.kubernetes,
         profile=cluster.profile.name,
-        phase="ready",
+        phase=phase,
         supervisor=ProcessIdentity.of(os.getpid()),
         kubeconfig=str(cluster.kubeconfig),
         components={
@@ -155,9 +167,10 @@ def _record(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | Non
 
 
 def _serve(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None, watch: _OwnerWatch) -> int:
-    """Until a stop signal (returned): acknowledgements, and the publisher kept running."""
+    """Until a stop signal (returned): acknowledgements, upgrades, and the publisher kept
+    running. A stop signal that comes during an upgrade waits for its end."""
     while True:
-        got = signal.sigtimedwait({*_STOP, ACKNOWLEDGE}, 0.5)  # below the shortest restart delay
+        got = signal.sigtimedwait(_WAITED, 0.5)  # below the shortest restart delay
         if got is None:
             if fleet is not None and fleet.keep_running():
                 write_record(args.state_dir, _record(args, cluster, fleet))
@@ -165,8 +178,31 @@ def _serve(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None
             _die_with_owner(0)  # `up` told the user: the cluster now outlives it
             watch.release()
             print("acknowledged: detached from `cluster up`", flush=True)
+        elif got.si_signo == UPGRADE:
+            _upgrade(args, cluster, fleet)
         else:
             return got.si_signo
+
+
+def _upgrade(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None) -> None:
+    """One `cluster upgrade` request: the record says "upgrading" while it runs and names the
+    new version before the outcome is written, so the command's answer and `cluster status`
+    agree."""
+    request = take_request(args.state_dir)
+    if request is None:
+        print(f"{UPGRADE.name} without a request: ignored", flush=True)
+        return
+    before = cluster.minor.name
+    write_record(args.state_dir, _record(args, cluster, fleet, f"upgrading {before} -> {request['to']}"))
+    print(f"upgrade {before} -> {request['to']}: begins", flush=True)
+    outcome = carry_out(cluster, request)
+    if fleet is not None:
+        fleet.restart_now()
+    write_record(args.state_dir, _record(args, cluster, fleet, phase_after(cluster)))
+    outcome.write(args.state_dir)
+    steps = ", ".join(f"{c} {s:.1f}s" for c, s in outcome.components.items())
+    verdict = "done" if outcome.ok else "not done"
+    print(f"upgrade {before} -> {request['to']}: {verdict}: {outcome.message}; {steps}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     # Ignored until it is waited for (a blocked mask now would be inherited by every component;
     # a handler is reset at their exec).
     signal.signal(ACKNOWLEDGE, lambda *_: None)
+    signal.signal(UPGRADE, lambda *_: None)
     install_signal_teardown()  # SIGTERM raises Terminated, like Ctrl-C, wherever the start is
     if os.getppid() != args.owner_pid:  # the owner died before PDEATHSIG was armed
         print("error: the `cluster up` that started this supervisor is gone", file=sys.stderr)
@@ -195,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster.start()
         fleet = _Fleet(args.fleet, cluster, args.state_dir) if args.fleet else None
-        signal.pthread_sigmask(signal.SIG_BLOCK, {*_STOP, ACKNOWLEDGE})  # from here: sigwait
+        signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)  # from here: sigwait
         write_record(args.state_dir, _record(args, cluster, fleet))
         print(f"ready: {cluster.minor.kubernetes}, {cluster.profile.name}", flush=True)
         signum = _serve(args, cluster, fleet, watch)

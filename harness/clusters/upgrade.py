@@ -26,8 +26,9 @@ from harness.clusters.components import Tuning
 from harness.clusters.kubeletupgrade import DEFAULT_KUBELET_MODE, kubelet_parts, nodes_to_swap, swap_kubelets
 from harness.controlplane.build import ensure_controlplane
 from harness.controlplane.gates import known_gates, validate_profile
-from harness.errors import HarnessError
+from harness.errors import HarnessError, WaitTimeout
 from harness.kube import Kube
+from harness.upgrade_facts import API_REMOVALS, ApiRemoval
 from harness.versions import minor_number
 
 if TYPE_CHECKING:
@@ -157,11 +158,69 @@ def stored_in_dropped_versions(kube: Kube, before: str, after: str) -> list[str]
     return found
 
 
-def upgrade(cluster: LocalCluster, to_minor: str, kubelets: str = DEFAULT_KUBELET_MODE) -> float:
+@dataclass(frozen=True)
+class RemovedApiWriter:
+    """An object some client wrote through an API version a later release stops serving."""
+
+    removal: ApiRemoval
+    resource: str  # "deviceclasses"
+    name: str  # "<namespace>/<name>", or "<name>" for a cluster-scoped object
+    managers: tuple[str, ...]  # the managedFields managers that wrote through it
+
+
+def written_through(kube: Kube, removal: ApiRemoval) -> list[RemovedApiWriter]:
+    """Objects whose managedFields record a write through `removal`'s version (each entry
+    keeps the apiVersion its manager used), listed through the version that replaces it.
+    The objects stay readable (harness.upgrade_facts); their writers break at the removal."""
+    served = served_kinds(kube, removal.group_version)
+    if not served:  # not served here: no client can write through it
+        return []
+    current = preferred_version(kube, removal.group_version.split("/")[0])
+    found = []
+    for resource, kind in sorted(served.items()):
+        if kind not in removal.kinds:
+            continue
+        for obj in kube.list(current, kind):
+            meta = obj["metadata"]
+            managers = sorted(
+                {
+                    m.get("manager", "?")
+                    for m in meta.get("managedFields") or []
+                    if m.get("apiVersion") == removal.group_version
+                }
+            )
+            if managers:
+                name = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+                found.append(RemovedApiWriter(removal, resource, name, tuple(managers)))
+    return found
+
+
+def crossed_removal_writers(kube: Kube, before: str, after: str) -> list[RemovedApiWriter]:
+    """Writers through a version served on `before` and no longer on `after` (an upgrade
+    across its APILifecycleRemoved release): not a refusal, the objects stay readable."""
+    low, high = minor_number(before), minor_number(after)
+    crossed = [r for r in API_REMOVALS if low < minor_number(r.removed) <= high]
+    return [w for r in crossed for w in written_through(kube, r)]
+
+
+def preferred_version(kube: Kube, group: str) -> str:
+    """The group/version the API server prefers for `group` (discovery's preferredVersion)."""
+    status, body = kube.raw_get(f"/apis/{group}")
+    if status != 200:
+        raise HarnessError(f"discovery of {group}: HTTP {status}: {body[:200]}")
+    return str(json.loads(body)["preferredVersion"]["groupVersion"])
+
+
+def upgrade(
+    cluster: LocalCluster,
+    to_minor: str,
+    kubelets: str = DEFAULT_KUBELET_MODE,
+    timings: dict[str, float] | None = None,
+) -> float:
     """Replace the control plane with `to_minor` (one minor up or down), then, on an upgrade,
     the kubelets that ran the old minor (`kubelets`: "drain", "in-place" or "keep"); returns
-    the seconds the step took. Refused (UpgradeRefused, nothing stopped) when the policy or the
-    stored objects forbid it."""
+    the seconds the step took (`timings` gets each control-plane component's). Refused
+    (UpgradeRefused, nothing stopped) when the policy or the stored objects forbid it."""
     before = cluster.minor.name
     swapped = nodes_to_swap(dict(_kubelets(cluster)), before, to_minor, kubelets)
     # The policy is checked on the kubelets as they will be once the step is done.
@@ -192,9 +251,12 @@ def upgrade(cluster: LocalCluster, to_minor: str, kubelets: str = DEFAULT_KUBELE
     old = (cluster.minor, cluster.profile, cluster.binary, cluster.known_gates)
     cluster.use_control_plane(target, profile, binary, gates)
     for i, name in enumerate(CONTROL_PLANE_ORDER):
+        began = time.monotonic()
         try:
             cluster.restart(name)
-        except HarnessError:
+            if timings is not None:
+                timings[name] = time.monotonic() - began
+        except (HarnessError, WaitTimeout):
             if i == 0:  # the new API server never served: the old one takes over again
                 cluster.use_control_plane(*old)
                 cluster.restart(name)

@@ -179,6 +179,16 @@ def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
     return ensure_built(binary, _inputs_hash(minor), f"k8slocal {minor.kubernetes}", build, progress)
 
 
+def controlplane_built(minor: Minor) -> bool:
+    """Whether `minor`'s binary is built from today's inputs (ensure_controlplane would not
+    build): what a step that must not start a long build checks first."""
+    binary, mod = binary_path(minor), modfile_path(minor)
+    stamp = binary.with_name("inputs.sha256")
+    if minor.unavailable or not mod.exists() or not binary.exists() or not stamp.exists():
+        return False
+    return stamp.read_text() == _inputs_hash(minor)
+
+
 def ensure_built(binary: Path, digest: str, what: str, build: Callable[[], None], progress: Progress) -> Path:
     """`binary`, built by `build` first unless the stamp beside it (inputs.sha256) records
     `digest`; one builder at a time (build_lock)."""

@@ -1,14 +1,17 @@
 """`dra-harness scan --target 1.37` on a 1.36 cluster holding what the step would break: a
 gang stored as scheduling.k8s.io/v1alpha2, a PrometheusRule naming the resource-claim metric
-1.37 renames, and the gate profile's GangScheduling, which 1.37 no longer has."""
+1.37 renames, and the gate profile's GangScheduling, which 1.37 no longer has; and objects
+written through resource.k8s.io/v1beta1 and v1beta2, which 1.38 and 1.39 stop serving."""
 
 from __future__ import annotations
 
 from fixtures.upgrade import StartRehearsal
+from harness.clusters.upgrade import crossed_removal_writers
 from harness.detectors import Severity
 from harness.gang import gang_api, gang_objects
 from harness.kube import Obj
 from harness.scan import scan
+from harness.upgrade_facts import API_REMOVALS
 from harness.waits import TIMEOUTS, wait_for
 
 TARGET_CHECKS = {"stored-api-version", "upgrade-path", "gate-removed", "gate-locked", "renamed-metrics"}
@@ -83,3 +86,47 @@ def test_the_target_scan_finds_stranded_objects_renamed_metrics_and_removed_gate
         "rule ClaimCreatesFail uses resourceclaim_controller_creates_total, renamed in 1.37 to "
         "dynamic_resource_allocation_resourceclaim_creates_total",
     ) in found
+
+
+def _class(name: str, api_version: str) -> Obj:
+    spec = {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}
+    return {"apiVersion": api_version, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+
+def test_the_target_scan_warns_of_objects_written_through_versions_removed_later(
+    rehearsal: StartRehearsal,
+) -> None:
+    r = rehearsal("1.36", needs=["1.37"])
+    v1beta1, v1beta2 = API_REMOVALS
+    old = r.objects.create(_class("written-v1beta1", v1beta1.group_version))
+    r.objects.create(_class("written-v1beta2", v1beta2.group_version))
+    r.objects.create(_class("written-v1", "resource.k8s.io/v1"))
+    [manager] = {m["manager"] for m in old["metadata"]["managedFields"]}
+
+    _, findings = scan(
+        r.cluster.kubeconfig, r.fleet.extended_resource, "dra-harness.io/pool", ["gpu.nvidia.com"], "1.37"
+    )
+
+    found = [
+        (f.check, f.severity, f.subject, f.message, f.remediation)
+        for f in findings
+        if f.check == "api-removal"
+    ]
+    assert found == [
+        (
+            "api-removal",
+            Severity.WARNING,
+            f"deviceclasses/written-{gv.split('/')[1]}",
+            f"written through {gv} by {manager}; {removal.removed} no longer serves it ({removal.source})",
+            f"move {manager} to resource.k8s.io/v1 before {removal.removed}; the object itself stays "
+            "readable",
+        )
+        for removal in (v1beta1, v1beta2)
+        for gv in [removal.group_version]
+    ]
+    # What a rehearsed step records (harness.rehearsal.step): only writers of a version it stops serving.
+    assert crossed_removal_writers(r.kube, "1.36", "1.37") == []
+    crossed = crossed_removal_writers(r.kube, "1.37", "1.38")
+    assert [(w.removal, w.resource, w.name, w.managers) for w in crossed] == [
+        (v1beta1, "deviceclasses", "written-v1beta1", (manager,))
+    ]
