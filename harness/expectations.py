@@ -221,17 +221,21 @@ def kubelet_prepares_bridged_claim(kubelet: Version) -> bool:
 
 def shared_device_holds_counters(version: Version) -> bool:
     """Does a device that allows multiple allocations (KEP-5075) keep its shared counters
-    (KEP-4815) charged once one of its shares is allocated, so another device of the same
+    (KEP-4815) charged while one of its shares is allocated, so another device of the same
     counter set cannot over-commit them?
 
-    1.34.4, 1.35.4: no. The allocator (k8s.io/dynamic-resource-allocation
-    structured/internal/experimental/allocator_experimental.go checkAvailableCounters @ v0.34.4
-    and v0.35.4) counts only allocatedState.AllocatedDevices, and the scheduler puts a result
-    with a shareID into AllocatedSharedDeviceIDs instead (pkg/scheduler/framework/plugins/
-    dynamicresources/allocateddevices.go @ v1.35.4 "continue" after sharedDeviceCallback).
+    1.35.4: no (observed on the 1.35 cell: the partition is allocated beside two shares of the
+    whole GPU, 120Gi of an 80Gi set). The allocator (k8s.io/dynamic-resource-allocation
+    structured/internal/experimental/allocator_experimental.go checkAvailableCounters @ v0.35.4)
+    counts only allocatedState.AllocatedDevices, and the scheduler files a result with a shareID
+    under AllocatedSharedDeviceIDs instead (pkg/scheduler/framework/plugins/dynamicresources/
+    allocateddevices.go foreachAllocatedDevice @ v1.35.4).
     1.36.3, 1.37.2: yes. checkAvailableCounters asks internal.IsDeviceAllocated, which also
     matches AllocatedSharedDeviceIDs (structured/internal/allocatedstate.go @ v0.36.3, v0.37.2);
-    a further share of an allocated device skips the counter check (skipCounterCheck in
+    a further share of an allocated device skips the check (skipCounterCheck in
     incubating/allocator_incubating.go allocateDevice), so the counters are charged once.
+    1.34.4: yes as observed on the 1.34 cell (the partition waits until both shares are gone),
+    though the v0.34.4 allocator reads AllocatedDevices alone like v0.35.4; what else holds the
+    counters there (counters and devices share one slice before 1.35) was not traced here.
     """
-    return version >= (1, 36)
+    return version != (1, 35)
