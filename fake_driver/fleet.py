@@ -11,6 +11,7 @@
         device_plugin: true             # legacy stack advertises nvidia.com/gpu here too
         dra: true                       # false: a pool still on the device plugin alone (no slices)
         consumable_capacity: false      # shared devices (example driver only)
+        device_status: false            # the kubelet plugin writes the claims' status.devices
         driver_version: "580.95.05"
         cuda_driver_version: "13.0"
 
@@ -59,6 +60,7 @@ _POOL_FIELDS = (
     "device_plugin",
     "dra",
     "consumable_capacity",
+    "device_status",
     "driver_version",
     "cuda_driver_version",
 )
@@ -97,6 +99,8 @@ class Pool:
     # False: not migrated yet; the device plugin alone serves the pool, the driver publishes nothing.
     dra: bool = True
     consumable_capacity: bool = False
+    # The kubelet plugin writes ResourceClaim status.devices (kubeletplugin/devicestatus.py).
+    device_status: bool = False
     driver_version: str = DEFAULT_DRIVER_VERSION
     cuda_driver_version: str = DEFAULT_CUDA_DRIVER_VERSION
 
@@ -229,6 +233,7 @@ def _pool(raw: Any, i: int, default_personality: str, source: str) -> Pool:
         device_plugin=device_plugin,
         dra=dra,
         consumable_capacity=consumable,
+        device_status=_bool(raw, "device_status", False, where),
         driver_version=str(raw.get("driver_version", DEFAULT_DRIVER_VERSION)),
         cuda_driver_version=str(raw.get("cuda_driver_version", DEFAULT_CUDA_DRIVER_VERSION)),
     )

@@ -19,6 +19,12 @@ SOURCES and unknowns (one place):
 | v25.12.0       |                                           | reading of deviceinfo.go / nvlib.go /    |
 |                |                                           | partitions.go cited at each field        |
 
+No personality of its own for NV v0.4.1: nvidia-v0.4 already renders what v0.4.1 publishes
+(every v0.4 rule below and in tests/fake_driver/fidelity.py cites v0.4.1), and the v0.4.1 tag
+could not be re-read to look for a difference from v0.4.0: the module is absent from the Go
+module cache and from the package lists, and the stored copies of
+kubernetes-sigs/dra-driver-nvidia-gpu carry commits with no tag to pin v0.4.1 to.
+
 Unknown, therefore not modelled: whether v25.12.0's ValidateFeatureGates already made
 DynamicMIG exclusive of NVMLDeviceHealthCheck (only v0.4.1 is confirmed); the example
 driver's health handling (EX v0.4.0 health.go is the gRPC health service, not device health).

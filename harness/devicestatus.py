@@ -1,7 +1,10 @@
 """What a DRA driver's controller writes into a ResourceClaim's status.devices (KEP-4817,
 DRAResourceClaimDeviceStatus): per allocated device, conditions (binding conditions among
 them, KEP-5007), opaque data and networkData. Tests write it as the driver would, through the
-status subresource; the API server checks that each entry names an allocated device.
+status subresource; the API server checks that each entry names an allocated device. The fake
+driver's kubelet plugin writes its own entries for a pool with device_status
+(fake_driver/kubeletplugin/devicestatus.py); these helpers play the writers it does not model:
+an attach controller (binding conditions) and a NIC driver (networkData).
 
 Field names: k8s.io/api resource/v1 types.go AllocatedDeviceStatus @ v0.34.4 and v0.37.2."""
 

@@ -187,19 +187,21 @@ def prioritized_list_scores_nodes(version: Version) -> bool | None:
     return None
 
 
-def binding_timeout_configurable(version: Version) -> bool | None:
+def binding_timeout_configurable(version: Version) -> bool:
     """Can the scheduler's wait for binding conditions be shortened (DynamicResourcesArgs
     bindingTimeout), so a test can watch it expire?
 
-    1.34.4: no — dynamicresources.go BindingTimeoutDefaultSeconds = 600, a constant.
-    1.37.2: yes — pkg/scheduler/apis/config types_pluginargs.go DynamicResourcesArgs.BindingTimeout
-    (default DynamicResourcesBindingTimeoutDefault, 600 s). 1.35/1.36: not read here (None).
+    1.34.4: no — dynamicresources.go BindingTimeoutDefaultSeconds = 600, a constant; neither
+    pkg/scheduler/apis/config types_pluginargs.go nor k8s.io/kube-scheduler config/v1 types.go
+    @ v0.34.4 has the field.
+    1.35.4, 1.36.3, 1.37.2: yes — pkg/scheduler/apis/config/types_pluginargs.go
+    DynamicResourcesArgs.BindingTimeout, served as `bindingTimeout` in k8s.io/kube-scheduler
+    config/v1 types.go (@ v0.35.4, v0.36.3, v0.37.2), defaulted to 600 s by v1/defaults.go
+    SetDefaults_DynamicResourcesArgs; validation_pluginargs.go ValidateDynamicResourcesArgs
+    accepts >= 1 s with DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on, and
+    forbids it otherwise; dynamicresources.go isClaimTimeout reads it.
     """
-    if version >= (1, 37):
-        return True
-    if version < (1, 35):
-        return False
-    return None
+    return version >= (1, 35)
 
 
 def kubelet_prepares_bridged_claim(kubelet: Version) -> bool:
@@ -217,3 +219,25 @@ def kubelet_prepares_bridged_claim(kubelet: Version) -> bool:
     Pending, and no error anywhere.
     """
     return kubelet >= (1, 36)
+
+
+def shared_device_holds_counters(version: Version) -> bool:
+    """Does a device that allows multiple allocations (KEP-5075) keep its shared counters
+    (KEP-4815) charged while one of its shares is allocated, so another device of the same
+    counter set cannot over-commit them?
+
+    1.35.4: no (observed on the 1.35 cell: the partition is allocated beside two shares of the
+    whole GPU, 120Gi of an 80Gi set). The allocator (k8s.io/dynamic-resource-allocation
+    structured/internal/experimental/allocator_experimental.go checkAvailableCounters @ v0.35.4)
+    counts only allocatedState.AllocatedDevices, and the scheduler files a result with a shareID
+    under AllocatedSharedDeviceIDs instead (pkg/scheduler/framework/plugins/dynamicresources/
+    allocateddevices.go foreachAllocatedDevice @ v1.35.4).
+    1.36.3, 1.37.2: yes. checkAvailableCounters asks internal.IsDeviceAllocated, which also
+    matches AllocatedSharedDeviceIDs (structured/internal/allocatedstate.go @ v0.36.3, v0.37.2);
+    a further share of an allocated device skips the check (skipCounterCheck in
+    incubating/allocator_incubating.go allocateDevice), so the counters are charged once.
+    1.34.4: yes as observed on the 1.34 cell (the partition waits until both shares are gone),
+    though the v0.34.4 allocator reads AllocatedDevices alone like v0.35.4; what else holds the
+    counters there (counters and devices share one slice before 1.35) was not traced here.
+    """
+    return version != (1, 35)

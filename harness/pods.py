@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from harness import builders as b
 from harness.kube import Kube, Obj
-from harness.waits import TIMEOUTS, wait_for
+from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 
 def condition(pod: Obj, kind: str) -> Obj | None:
@@ -30,6 +30,16 @@ def summary(pod: Obj) -> dict[str, object]:
         "nodeName": pod["spec"].get("nodeName"),
         "PodScheduled": condition(pod, "PodScheduled"),
     }
+
+
+def assert_stays_pending(kube: Kube, namespace: str, name: str, why: str) -> Obj:
+    """The pod stays Pending and unbound for TIMEOUTS.stays_pending; `why` names the cause."""
+    return assert_stays(
+        lambda: kube.get("v1", "Pod", name, namespace),
+        lambda p: phase(p) == "Pending" and not p["spec"].get("nodeName"),
+        duration=TIMEOUTS.stays_pending,
+        describe=f"pod {name} Pending while {why}",
+    )
 
 
 def wait_phase(

@@ -26,7 +26,14 @@ from fake_driver.cliargs import OneLineParser, known_minor, node_name
 from fake_driver.errors import FakeDriverError, cli_main
 from fake_driver.fleet import Fleet, NodeSpec, load_fleet
 from fake_driver.kube import as_rest, server_minor
-from fake_driver.kubeletplugin.plugin import ApiClaimSource, ClaimSource, KubeletPlugin, StaticClaimSource
+from fake_driver.kubeletplugin.devicestatus import ApiStatusWriter
+from fake_driver.kubeletplugin.plugin import (
+    ApiClaimSource,
+    ClaimSource,
+    KubeletPlugin,
+    StaticClaimSource,
+    StatusWriter,
+)
 from fake_driver.kubeletplugin.server import (
     DEFAULT_PLUGINS_DIR,
     DEFAULT_REGISTRY_DIR,
@@ -134,6 +141,7 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
     fleet = load_fleet(args.fleet)
     versions = [v for v in (s.strip() for s in args.supported_versions.split(",")) if v]
     claims: ClaimSource
+    status: StatusWriter | None = None
     api: Any = None
     if args.claims_file is not None:
         claims = StaticClaimSource.from_file(args.claims_file)
@@ -143,6 +151,7 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
     else:
         api = api_client(args.kubeconfig)
         claims = ApiClaimSource(api)
+        status = ApiStatusWriter(api)
         node_obj = as_rest(api).get(f"/api/v1/nodes/{args.node_name}") or {}
         label_pool = (node_obj.get("metadata", {}).get("labels") or {}).get(POOL_LABEL)
     minor = args.minor or server_minor(api)
@@ -158,6 +167,7 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
         cdi_root=args.cdi_root,
         faults_file=args.faults_file,
         shared=bool(instance),
+        status=status,
     )
     publisher = None
     if api is not None and not args.no_publish:

@@ -53,6 +53,14 @@ class ClaimSource(Protocol):
     def get(self, namespace: str, name: str) -> Obj | None: ...
 
 
+class StatusWriter(Protocol):
+    """Writes the claim's status.devices entries for the devices prepared (devicestatus.py)."""
+
+    def write(
+        self, driver: str, claim: Obj, devices: Sequence[PreparedDevice], visible: Mapping[str, str]
+    ) -> None: ...
+
+
 class ApiClaimSource:
     """ResourceClaims read from the API server (resource.k8s.io/v1, served from 1.34)."""
 
@@ -154,8 +162,10 @@ class KubeletPlugin:
         faults: PluginFaults | None = None,
         faults_file: Path | None = None,
         shared: bool = False,
+        status: StatusWriter | None = None,
     ) -> None:
-        """`shared`: another instance of the driver serves the same node at the same time (a
+        """`status`: where the device status goes when the node's pool sets device_status.
+        `shared`: another instance of the driver serves the same node at the same time (a
         rolling update), so every call holds `<plugin_dir>/serialize.lock` and reads the
         checkpoint afresh, as the kubeletplugin library's Serialize does across instances."""
         self.node = node
@@ -169,6 +179,11 @@ class KubeletPlugin:
         self.faults_file = faults_file
         self.checkpoint_path = plugin_dir / checkpoint.CHECKPOINT_FILE
         self.shared = shared
+        self.status = status if node.pool.device_status else None
+        if node.pool.device_status and status is None:
+            raise FakeDriverError(
+                f"pool {node.pool.name}: device_status needs the API server (no --claims-file)"
+            )
         self._lock = threading.Lock()  # prepare/unprepare are serialised, like NVIDIA's pu.lock
         self._prepared = checkpoint.load(self.checkpoint_path)
 
@@ -226,7 +241,7 @@ class KubeletPlugin:
         if done is not None:
             return ClaimResult(devices=done.devices)
         try:
-            devices = self._allocated(ref)
+            claim, devices = self._allocated(ref)
         except FakeDriverError as err:
             return ClaimResult(error=str(err))
         spec = cdi.claim_spec(
@@ -236,10 +251,15 @@ class KubeletPlugin:
             [cdi.CdiDevice(d.device, self.devices[d.device]) for d in devices],
         )
         cdi.write_spec(self.cdi_root, self.driver, ref.uid, spec)
+        if self.status is not None:
+            try:  # before the claim counts as prepared: a failed write is retried by the kubelet
+                self.status.write(self.driver, claim, devices, self.devices)
+            except FakeDriverError as err:
+                return ClaimResult(error=str(err))
         self._prepared[ref.uid] = PreparedClaim(ref.namespace, ref.name, devices)
         return ClaimResult(devices=devices)
 
-    def _allocated(self, ref: ClaimRef) -> tuple[PreparedDevice, ...]:
+    def _allocated(self, ref: ClaimRef) -> tuple[Obj, tuple[PreparedDevice, ...]]:
         claim = self.claims.get(ref.namespace, ref.name)
         if claim is None:
             raise FakeDriverError(f"ResourceClaim {ref.key} not found")
@@ -275,4 +295,4 @@ class KubeletPlugin:
                     share_id=str(r.get("shareID") or ""),
                 )
             )
-        return tuple(devices)
+        return claim, tuple(devices)

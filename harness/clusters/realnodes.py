@@ -46,6 +46,7 @@ class RealPool:
     gpus: int = 2
     personality: str = "nvidia-v25.12"
     device_plugin: bool = False
+    device_status: bool = False  # the fake driver's plugin writes the claims' status.devices
 
     def node_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
@@ -58,6 +59,7 @@ class RealPool:
             "gpus": self.gpus,
             "personality": self.personality,
             "device_plugin": self.device_plugin,
+            "device_status": self.device_status,
         }
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fake_driver.kubeletplugin.cdi import spec_path
+from fake_driver.kubeletplugin.cdi import cdi_device_id, spec_path
 from fake_driver.profiles import gpu_uuid
 from fixtures.realnodes import OLD_POOL, RealNodes, oldest_minor
 from harness import builders as b
@@ -68,6 +68,40 @@ def test_claim_template_pod_sees_exactly_its_devices_and_is_unprepared_after(
         describe=f"one NodeUnprepareResources on {node}",
     )
     assert not spec.exists()
+
+
+@pytest.mark.feature_gate("DRAResourceClaimDeviceStatus")
+def test_the_drivers_plugin_reports_each_prepared_device_ready_in_the_claim_status(
+    real_nodes: RealNodes, real_namespace: str, gpu_class: str
+) -> None:
+    """The "dra" pool sets device_status: the plugin writes status.devices itself once it has
+    prepared the claim (fake_driver/kubeletplugin/devicestatus.py), as upstream's test driver
+    does from the pod's node (test/e2e/dra/dra.go @ v1.37.2)."""
+    kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node("dra")
+    kube.create(b.claim_template("one", ns, [b.exact_request("gpu", gpu_class)]))
+    kube.create(env_pod("p", ns, real_nodes.image, node, claim_templates={"gpu": "one"}))
+
+    wait_phase(kube, ns, "p", "Running")
+
+    [claim] = claims_of(kube, ns, "p")
+    [result] = allocated_devices(claim)
+    device, uid = result["device"], claim["metadata"]["uid"]
+    cdi_id = cdi_device_id(DRIVER, uid, device)
+    [entry] = claim["status"]["devices"]
+    [ready] = entry.pop("conditions")
+    assert ready.pop("lastTransitionTime")
+    assert ready == {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Prepared",
+        "message": f"CDI devices {cdi_id} written",
+    }  # no observedGeneration: claims carry no metadata.generation (resourceclaim/strategy.go)
+    assert entry == {
+        "driver": DRIVER,
+        "pool": node,
+        "device": device,
+        "data": {"visibleDevice": gpu_uuid(node, int(device.removeprefix("gpu-"))), "cdiDeviceIDs": [cdi_id]},
+    }
 
 
 @pytest.mark.feature_gate("DRAExtendedResource")

@@ -10,13 +10,13 @@ from harness import builders as b
 from harness.drastate import allocated_devices, claims_of
 from harness.kube import Kube
 from harness.pods import (
+    assert_stays_pending,
     create_claim_pod,
     scheduling_message,
     unschedulable_reasons,
     wait_phase,
     wait_unschedulable,
 )
-from harness.waits import TIMEOUTS, assert_stays
 
 pytestmark = [pytest.mark.feature_gate("DRAConsumableCapacity")]
 
@@ -44,12 +44,7 @@ def test_two_pods_share_one_gpus_memory_and_a_third_waits(
         assert _without_share_id(r) == _gpu_0_result(node, compute="50", memory="40Gi")
     assert results["a"]["shareID"] != results["b"]["shareID"]
     assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
-    assert_stays(
-        lambda: kube.get("v1", "Pod", "c", namespace),
-        lambda p: p["status"]["phase"] == "Pending" and not p["spec"].get("nodeName"),
-        duration=TIMEOUTS.stays_pending,
-        describe="pod c Pending while a and b hold all 80Gi of gpu-0",
-    )
+    assert_stays_pending(kube, namespace, "c", "a and b hold all 80Gi of gpu-0")
 
     kube.delete("v1", "Pod", "a", namespace)
 

@@ -32,7 +32,8 @@ def _write(tmp_path: Path, text: str) -> str:
         (
             "pools: [{name: x, profile: t4, gpus: 1, colour: red}]",
             "pool 'x': unknown pool field 'colour'; valid choices: name, nodes, count, profile, gpus, "
-            "personality, mig, device_plugin, dra, consumable_capacity, driver_version, cuda_driver_version",
+            "personality, mig, device_plugin, dra, consumable_capacity, device_status, driver_version, "
+            "cuda_driver_version",
         ),
         ("pools: [{name: x, profile: t4, gpus: 1, mig: static}]", "profile t4 is not MIG-capable"),
     ],

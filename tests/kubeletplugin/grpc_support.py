@@ -11,7 +11,7 @@ from typing import Any
 from fake_driver._generated import dra_v1_pb2
 from fake_driver.fleet import Fleet
 from fake_driver.kubeletplugin.client import channel, dra_stub
-from fake_driver.kubeletplugin.plugin import KubeletPlugin, StaticClaimSource
+from fake_driver.kubeletplugin.plugin import KubeletPlugin, StaticClaimSource, StatusWriter
 from fake_driver.kubeletplugin.server import PluginServer
 
 MINOR = (1, 37)
@@ -35,9 +35,16 @@ ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=.*$")
 
 
 def make_plugin(
-    fleet: Fleet, root: Path, claims: StaticClaimSource, node: str = NODE, *, shared: bool = False
+    fleet: Fleet,
+    root: Path,
+    claims: StaticClaimSource,
+    node: str = NODE,
+    *,
+    shared: bool = False,
+    status: StatusWriter | None = None,
 ) -> KubeletPlugin:
-    """`shared`: one of several instances on one checkpoint (a rolling update)."""
+    """`shared`: one of several instances on one checkpoint (a rolling update); `status`: where
+    a pool with device_status writes."""
     return KubeletPlugin(
         fleet.node(node),
         MINOR,
@@ -46,6 +53,7 @@ def make_plugin(
         cdi_root=root / "cdi",
         faults_file=root / "faults.json",
         shared=shared,
+        status=status,
     )
 
 
