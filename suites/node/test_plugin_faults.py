@@ -22,6 +22,10 @@ from harness.waits import TIMEOUTS, wait_for
 pytestmark = [pytest.mark.real_node]
 DRIVER = "gpu.nvidia.com"
 WHY = "injected by the test"
+# Before the injected failure, the kubelet may fetch the claim before the node authorizer's
+# graph (fed by the API server's informers) links it to the node: a denial it retries
+# (plugin/pkg/auth/authorizer/node/node_authorizer.go @ v1.37.2), seen under load.
+GRAPH_LAG = "no relationship found between node"
 
 
 @pytest.fixture
@@ -59,7 +63,7 @@ def test_a_pod_starts_once_a_failing_prepare_succeeds(
     wait_phase(kube, ns, "p", "Running")
     [claim] = claims_of(kube, ns, "p")
     assert device_env(container_env(kube, ns, "p"))["DRA_CLAIM"] == f"{ns}/{claim['metadata']['name']}"
-    assert all(WHY in m for m in failed)
+    assert [m for m in failed if WHY not in m and GRAPH_LAG not in m] == []
 
 
 def test_a_failing_unprepare_is_retried_until_it_succeeds(
