@@ -133,6 +133,9 @@ def denial(out: subprocess.CompletedProcess[str]) -> str:
     return m.group(1).strip() if m else f"<not denied: rc={out.returncode} {out.stderr.strip()}>"
 
 
+# Applies and then deletes the driver's own namespace and cluster-wide objects under their real
+# names: in a parallel run, not beside the dry run (which needs that namespace Active).
+@pytest.mark.serial
 def test_admission_policy_lets_a_node_plugin_write_only_its_own_node_slices(
     target: Path, cluster: Cluster, tmp_path: Path, objects: Created
 ) -> None:
