@@ -323,14 +323,16 @@ def _reap_unlocked() -> list[Slot]:
     return reaped
 
 
-def slot_owners() -> dict[str, int]:
-    """Each claimed slot's file name and its owner's pid (0 if unreadable)."""
-    owners = {}
-    for slot in _slots():
-        owner = None
-        with contextlib.suppress(OSError, ValueError):
-            owner = ProcessIdentity.from_json(json.loads(slot.record.read_text()).get("owner"))
-        owners[slot.record.name] = owner.pid if owner is not None else 0
+def slot_owners() -> dict[str, ProcessIdentity | None]:
+    """Each claimed slot's file name and its owner (None if unreadable). Read under the lock:
+    a release in progress (its record gone, the host not yet restored) is waited for."""
+    owners: dict[str, ProcessIdentity | None] = {}
+    with _locked():
+        for slot in _slots():
+            owner = None
+            with contextlib.suppress(OSError, ValueError):
+                owner = ProcessIdentity.from_json(json.loads(slot.record.read_text()).get("owner"))
+            owners[slot.record.name] = owner
     return owners
 
 
@@ -355,7 +357,13 @@ def _our_processes() -> list[str]:
 
 
 def snapshot() -> dict[str, object]:
-    """Everything real nodes may leave on the host, for before/after comparisons."""
+    """Everything real nodes may leave on the host, for before/after comparisons; taken under
+    the slots' lock, so never halfway through a claim or a release."""
+    with _locked():
+        return _snapshot_unlocked()
+
+
+def _snapshot_unlocked() -> dict[str, object]:
     mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     return {
         "processes": _our_processes(),

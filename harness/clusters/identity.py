@@ -43,6 +43,14 @@ class ProcessIdentity:
         except psutil.Error:
             return False
 
+    def parent(self) -> int | None:
+        """The pid of this process's parent; None when it is gone (or no longer this process)."""
+        try:
+            proc = psutil.Process(self.pid)
+            return proc.ppid() if proc.create_time() == self.started else None
+        except psutil.Error:
+            return None
+
     def signal(self, sig: int, *, group: bool = False) -> bool:
         """Send `sig` (to its process group when `group`: components lead their own) only if
         this is still the same process; False when it is gone."""

@@ -11,12 +11,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeGuard
 
-import psutil
 import pytest
 
 from fixtures.requirements import provider_unmet, skip
 from harness.clusters import hoststate
+from harness.clusters.identity import ProcessIdentity
 from harness.clusters.local import LocalCluster
 from harness.clusters.realnodes import RealPool
 from harness.controlplane.nodeparts import ensure_busybox
@@ -47,10 +48,8 @@ def quiet_host() -> dict[str, object]:
 
     # Another xdist worker of this run may still be running real-node modules (its lane,
     # fixtures.scheduling): those end, so wait for them; anyone else's cluster: skip.
-    def siblings(owners: dict[str, int]) -> list[str]:
-        return [
-            s for s, pid in owners.items() if pid not in (0, os.getpid()) and _parent_of(pid) == os.getppid()
-        ]
+    def siblings(owners: dict[str, ProcessIdentity | None]) -> list[str]:
+        return [s for s, who in owners.items() if _other(who) and who.parent() == os.getppid()]
 
     owners = wait_for(
         hoststate.slot_owners,
@@ -70,21 +69,15 @@ def assert_host_as(before: dict[str, object]) -> None:
     after = hoststate.snapshot()
     if after == before:
         return
-    foreign = [s for s, pid in hoststate.slot_owners().items() if pid not in (0, os.getpid()) and _alive(pid)]
+    foreign = [s for s, who in hoststate.slot_owners().items() if _other(who) and who.alive()]
     if foreign:
         skip(provider_unmet(f"another real-node cluster started on this host during the test ({foreign})"))
     assert after == before
 
 
-def _alive(pid: int) -> bool:
-    return psutil.pid_exists(pid)
-
-
-def _parent_of(pid: int) -> int | None:
-    try:
-        return psutil.Process(pid).ppid()
-    except psutil.Error:
-        return None
+def _other(who: ProcessIdentity | None) -> TypeGuard[ProcessIdentity]:
+    """A readable owner other than this test process (whose own slot the test compares)."""
+    return who is not None and who.pid != os.getpid()
 
 
 @pytest.fixture
