@@ -204,3 +204,62 @@ def test_real_node_modules_run_on_two_lanes_beside_the_whole_cluster_group_and_q
     (quiet,) = by_module["test_real_quiet"]
     assert quiet["worker"] in lanes["test_real_one"] | lanes["test_real_two"]
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+# With one or two workers there is one lane: the real-node modules run on it one after the other.
+SOLO_REAL_MODULE = """
+import pytest
+
+pytestmark = pytest.mark.real_node
+
+
+@pytest.mark.parametrize("i", range({count}))
+def test_real(rec, i):
+    pass
+"""
+
+SOLO_QUIET_MODULE = """
+import pytest
+
+
+@pytest.fixture
+def quiet_host():  # the name alone puts a test in the quiet-host group
+    return None
+
+
+@pytest.mark.real_node
+def test_quiet(rec, quiet_host):
+    pass
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_with_one_or_two_workers_one_lane_runs_the_real_node_modules_in_turn(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: Path, workers: int
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(CACHE))  # pytester's HOME has no built kubelet
+    pytester.makepyfile(
+        test_ordinary=TESTS + WHOLE_MARKER,
+        test_real_one=SOLO_REAL_MODULE.format(count=3),
+        test_real_two=SOLO_REAL_MODULE.format(count=2),
+        test_real_quiet=SOLO_QUIET_MODULE,
+    )
+    args = ("-n", str(workers), "-p", "no:randomly", "-p", "no:pytest-kind", "-rs")
+    result = pytester.runpytest_subprocess(*args)
+    if result.parseoutcomes().get("skipped"):  # the real-node collection check's one line
+        pytest.skip(next(line for line in result.outlines if line.startswith("SKIPPED")))
+    result.assert_outcomes(passed=19)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    real = sorted((r for r in rows if r["module"].startswith("test_real_")), key=lambda r: r["start"])
+    (lane,) = {r["worker"] for r in real}
+    assert [r["module"] for r in real] == ["test_real_one"] * 3 + ["test_real_two"] * 2 + ["test_real_quiet"]
+    whole = [r for r in rows if r["module"] == "test_ordinary" and not r["test"].startswith("test_ordinary")]
+    ordinary = [r for r in rows if r["test"].startswith("test_ordinary")]
+    owner = Path(f"{log}.owner").read_text()
+    assert {r["worker"] for r in whole} == {owner}
+    assert min(r["start"] for r in whole) > max(r["end"] for r in ordinary)
+    first_on_lane = min((r for r in rows if r["worker"] == lane), key=lambda r: r["start"])
+    assert first_on_lane["module"] == "test_real_one"  # the lane takes real-node units first
+    if workers == 2:  # the other worker starts on the rest meanwhile
+        assert {r["worker"] for r in ordinary} - {lane}
+    assert list((tmp_path / "runs").iterdir()) == []
