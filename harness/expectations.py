@@ -120,19 +120,17 @@ def device_taint_rule_status_checked(version: Version) -> bool:
     return version >= (1, 37)
 
 
-def allocation_result_copies_tolerations(version: Version) -> bool | None:
-    """Does the scheduler copy a request's device tolerations into the allocation result?
+def allocation_result_copies_tolerations(version: Version) -> bool:
+    """Does the scheduler copy a request's device tolerations into the allocation result
+    (with DRADeviceTaints on, which picks the incubating or experimental allocator)?
 
     1.34.4: no — k8s.io/dynamic-resource-allocation structured/internal/*/allocator_*.go @
-    v0.34.4 read the tolerations only to match taints. 1.37.2: yes — the allocators set
-    ``Tolerations: internal.lookupRequest(claim).tolerations()`` @ v0.37.2. 1.35/1.36: not
-    read here (None), so the suite does not assert it.
+    v0.34.4 read the tolerations only to match taints.
+    1.35.4+: yes — incubating/allocator_incubating.go and experimental/allocator_experimental.go
+    set ``Tolerations: internal.lookupRequest(claim).tolerations()`` @ v0.35.4 (the stable
+    allocator too @ v0.36.3, v0.37.2).
     """
-    if version >= (1, 37):
-        return True
-    if version < (1, 35):
-        return False
-    return None
+    return version >= (1, 35)
 
 
 def invalid_extended_resource_name_message(version: Version, value: str) -> str | None:

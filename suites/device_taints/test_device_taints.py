@@ -51,8 +51,7 @@ def test_a_no_schedule_device_taint_keeps_a_claim_off_and_a_toleration_lets_it_o
     [result] = allocated_devices(claim)
     assert (result["device"], result["pool"]) == ("gpu-0", node)
     copied = allocation_result_copies_tolerations(cell.number)
-    if copied is not None:
-        assert result.get("tolerations") == ([tolerate] if copied else None)
+    assert result.get("tolerations") == ([tolerate] if copied else None)
 
 
 @pytest.mark.feature_gate("DRADeviceTaintRules")
