@@ -133,23 +133,27 @@ def allocation_result_copies_tolerations(version: Version) -> bool:
     return version >= (1, 35)
 
 
-def invalid_extended_resource_name_message(version: Version, value: str) -> str | None:
+def invalid_extended_resource_name_message(version: Version, value: str) -> str:
     """The API server's message for an invalid DeviceClass spec.extendedResourceName.
 
-    1.34.4: the handwritten check — pkg/apis/resource/validation validateDeviceClassSpec
-    "must be a valid extended resource name". 1.37.2: declarative validation answers instead
-    (the handwritten error is MarkCoveredByDeclarative): k8s.io/apimachinery
-    pkg/api/validate/strfmt.go @ v0.37.2 "a name must be a domain-prefixed path, such as
-    'example.com/my-prop'". 1.35/1.36: not read here (None).
+    1.34.4, 1.35.4, 1.36.3: the handwritten check — pkg/apis/resource/validation
+    validateDeviceClassSpec "must be a valid extended resource name". From 1.35.4 it is
+    MarkCoveredByDeclarative, but the declarative error only shadows it: @ v1.35.4 the
+    DeclarativeValidationTakeover gate is off by default (k8s.io/apiserver pkg/features
+    kube_features.go, pkg/registry/rest/validate.go @ v0.35.4); @ v1.36.3 the tag is
+    ``+k8s:alpha(since: "1.36")`` (k8s.io/api resource/v1/types.go @ v0.36.3) and alpha
+    declarative errors are never enforced (validate.go ValidateDeclarativelyWithMigrationChecks
+    @ v0.36.3).
+    1.37.2: declarative validation answers instead (``+k8s:beta(since: "1.37")``, enforced with
+    DeclarativeValidationBeta on by default): k8s.io/apimachinery pkg/api/validate/strfmt.go @
+    v0.37.2 "a name must be a domain-prefixed path, such as 'example.com/my-prop'".
     """
     if version >= (1, 37):
         return (
             f'Invalid value: "{value}": '
             + "a name must be a domain-prefixed path, such as 'example.com/my-prop'"
         )
-    if version < (1, 35):
-        return f'Invalid value: "{value}": must be a valid extended resource name'
-    return None
+    return f'Invalid value: "{value}": must be a valid extended resource name'
 
 
 def unallocated_device_status_value(version: Version, driver: str, pool: str, device: str) -> str | None:

@@ -26,9 +26,7 @@ def test_an_invalid_extended_resource_name_is_rejected(namespace: str, objects: 
     assert (err.value.status, status["reason"]) == (422, "Invalid")
     [cause] = status["details"]["causes"]
     assert (cause["field"], cause["reason"]) == ("spec.extendedResourceName", "FieldValueInvalid")
-    message = invalid_extended_resource_name_message(cell.number, "gpu")
-    if message is not None:
-        assert cause["message"] == message
+    assert cause["message"] == invalid_extended_resource_name_message(cell.number, "gpu")
 
 
 @pytest.mark.feature_gate("DRAExtendedResource", enabled=False)
