@@ -156,22 +156,21 @@ def invalid_extended_resource_name_message(version: Version, value: str) -> str:
     return f'Invalid value: "{value}": must be a valid extended resource name'
 
 
-def unallocated_device_status_value(version: Version, driver: str, pool: str, device: str) -> str | None:
+def unallocated_device_status_value(version: Version, driver: str, pool: str, device: str) -> str:
     """How the API server prints the device of a status.devices entry the claim was not
     allocated ("Invalid value: <this>: must be an allocated device in the claim").
 
     The value is structured.SharedDeviceID, printed as JSON. 1.34.4: its fields are
     draapi.UniqueString (unique.Handle) with no MarshalJSON, so every field prints as {} and the
     message does not say which device (observed on the 1.34 cell; k8s.io/dynamic-resource-
-    allocation structured/internal/allocatedstate.go @ v0.34.4). 1.37.2: the names print
-    (observed on the 1.37 cell; api/uniquestring.go UniqueString.MarshalJSON @ v0.37.2).
-    1.35/1.36: not run here (None).
+    allocation structured/internal/allocatedstate.go @ v0.34.4).
+    1.35.4+: the names print — api/uniquestring.go UniqueString.MarshalJSON @ v0.35.4, v0.36.3
+    and v0.37.2 (SharedDeviceID now in structured/schedulerapi/types.go); observed on the 1.37
+    cell.
     """
-    if version >= (1, 37):
+    if version >= (1, 35):
         return f'{{"Driver":"{driver}","Pool":"{pool}","Device":"{device}","ShareID":""}}'
-    if version < (1, 35):
-        return '{"Driver":{},"Pool":{},"Device":{},"ShareID":{}}'
-    return None
+    return '{"Driver":{},"Pool":{},"Device":{},"ShareID":{}}'
 
 
 def prioritized_list_scores_nodes(version: Version) -> bool | None:

@@ -74,7 +74,5 @@ def test_status_for_a_device_the_claim_was_not_allocated_is_refused(
     assert (err.value.status, status["reason"]) == (422, "Invalid")
     [cause] = status["details"]["causes"]
     assert (cause["reason"], cause["field"]) == ("FieldValueInvalid", "status.devices[0]")
-    assert cause["message"].endswith(": must be an allocated device in the claim")
     value = unallocated_device_status_value(cell.number, other["driver"], other["pool"], other["device"])
-    if value is not None:
-        assert cause["message"] == f"Invalid value: {value}: must be an allocated device in the claim"
+    assert cause["message"] == f"Invalid value: {value}: must be an allocated device in the claim"
