@@ -173,19 +173,16 @@ def unallocated_device_status_value(version: Version, driver: str, pool: str, de
     return '{"Driver":{},"Pool":{},"Device":{},"ShareID":{}}'
 
 
-def prioritized_list_scores_nodes(version: Version) -> bool | None:
+def prioritized_list_scores_nodes(version: Version) -> bool:
     """Does the scheduler prefer the node where a higher-ranked `firstAvailable` subrequest fits?
 
     1.34.4: no — pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go has no
     Score; on the 1.34 cell the pod took the fallback on another node in 2 of 3 runs.
-    1.37.2: yes — Score/computeScore adds FirstAvailableDeviceRequestMaxSize - index per
-    allocated subrequest. 1.35/1.36: not read here (None).
+    1.35.4+: yes — dynamicresources.go Score/computeScore adds
+    FirstAvailableDeviceRequestMaxSize - index per allocated subrequest (@ v1.35.4, v1.36.3,
+    v1.37.2), the plugin enabled with weight 2 (pkg/scheduler/apis/config/v1/default_plugins.go).
     """
-    if version >= (1, 37):
-        return True
-    if version < (1, 35):
-        return False
-    return None
+    return version >= (1, 35)
 
 
 def binding_timeout_configurable(version: Version) -> bool:

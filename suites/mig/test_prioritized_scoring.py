@@ -1,7 +1,7 @@
 """Node scoring for the prioritized list (KEP-4816): among nodes that can all satisfy a
 `firstAvailable` request, the scheduler prefers the one where a higher-ranked subrequest fits.
 Source: pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go Score/computeScore
-@ v1.37.2 (FirstAvailableDeviceRequestMaxSize - index per allocated subrequest); v1.34.4 has no
+@ v1.35.4+ (FirstAvailableDeviceRequestMaxSize - index per allocated subrequest); v1.34.4 has no
 Score, so there the node is any feasible one (harness.expectations)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def test_the_scheduler_prefers_the_node_where_the_first_choice_fits(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, cell: Cell
 ) -> None:
     if not prioritized_list_scores_nodes(cell.number):
-        skip(Reason(Kind.VERSION, minor=cell.minor, profile=cell.profile, need="1.37"))
+        skip(Reason(Kind.VERSION, minor=cell.minor, profile=cell.profile, need="1.35"))
     # Three nodes offer only the fallback (1g), one offers the first choice (3g): without
     # scoring the pod lands on the 3g node one time in four.
     only_small = GpuPool(gpus=1, nodes=3, mig={"mode": "static", "layout": ["1g.10gb"] * 7}, suffix="s")
