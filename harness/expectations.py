@@ -111,13 +111,13 @@ def device_taint_rule_api(version: Version) -> str:
 def device_taint_rule_status_checked(version: Version) -> bool:
     """Is the EvictionInProgress condition of a NoSchedule rule checked on this minor?
 
-    1.37.2: yes — pkg/controller/devicetainteviction/device_taint_eviction.go
+    1.35.4+: yes — pkg/controller/devicetainteviction/device_taint_eviction.go
     maybeUpdateRuleStatus sets Status False, Reason "OtherEffect", Message "Eviction only
-    happens for the NoExecute effect." for a NoSchedule rule.
-    1.34.4: the API has no status (resource/v1alpha3/types.go @ v0.34.4). 1.35/1.36: the
-    controller source was not read here, so the suite does not assert it.
+    happens for the NoExecute effect." for a NoSchedule rule (@ v1.35.4, v1.36.3, v1.37.2; the
+    status is in k8s.io/api resource/v1alpha3/types.go DeviceTaintRuleStatus @ v0.35.4).
+    1.34.4: the API has no status (resource/v1alpha3/types.go @ v0.34.4).
     """
-    return version >= (1, 37)
+    return version >= (1, 35)
 
 
 def allocation_result_copies_tolerations(version: Version) -> bool:
