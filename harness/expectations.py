@@ -93,6 +93,26 @@ def extended_claim_blocks_owner_deletion(version: Version) -> bool:
     return version < (1, 35)
 
 
+def governing_gate(gate: str, version: Version) -> str:
+    """The feature gate that governs `gate`'s behaviour on this minor: the gate itself, or the
+    older gate that carried the behaviour before `gate` existed. Test markers name the newest
+    gate; fixtures.requirements checks the cell against this one.
+
+    DRADeviceTaintRules: from 1.35.4 its own gate (pkg/features/kube_features.go @ v1.35.4,
+    alpha, depends on DRADeviceTaints). 1.34.4 has no such gate; DeviceTaintRules work under
+    DRADeviceTaints there: the API serves them in resource.k8s.io/v1alpha3
+    (pkg/registry/resource/rest/storage_resource.go, with runtime-config), the scheduler applies
+    them when DRADeviceTaints is on (pkg/scheduler/scheduler.go resourceSliceTrackerOpts
+    TaintInformer), and kube-controller-manager runs the eviction controller, rules included,
+    with DynamicResourceAllocation and DRADeviceTaints (cmd/kube-controller-manager/app/core.go
+    newDeviceTaintEvictionControllerDescriptor; pkg/controller/devicetainteviction
+    device_taint_eviction.go TaintInformer), all @ v1.34.4.
+    """
+    if gate == "DRADeviceTaintRules" and version < (1, 35):
+        return "DRADeviceTaints"
+    return gate
+
+
 def device_taint_rule_api(version: Version) -> str:
     """The group/version DeviceTaintRule is written with (the dra-all profiles serve it).
 

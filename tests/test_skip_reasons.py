@@ -55,3 +55,40 @@ def test_summary_json_records_each_skips_reasons_and_its_wording(
         "test_in_a_fixture": (API.message(), [API.to_json()]),
         "test_plain_pytest_skip": (GATE.message(), []),
     }
+
+
+RULE_MARKED_TESTS = """
+import pytest
+
+from harness.cells import Cell
+
+
+@pytest.fixture(params=[
+    Cell("1.34", profile="dra-all", gates={"DRADeviceTaints": True}),
+    Cell("1.34", profile="defaults", gates={"DRADeviceTaints": False}),
+    Cell("1.35", profile="dra-all", gates={"DRADeviceTaints": True, "DRADeviceTaintRules": True}),
+    Cell("1.35", profile="defaults", gates={"DRADeviceTaints": False, "DRADeviceTaintRules": False}),
+], ids=["1.34-on", "1.34-off", "1.35-on", "1.35-off"])
+def cell(request):
+    return request.param
+
+
+@pytest.mark.feature_gate("DRADeviceTaintRules")
+def test_rules(cell):
+    pass
+"""
+
+
+def test_a_rule_marker_is_checked_against_the_gate_that_carried_rules_on_the_minor(
+    pytester: pytest.Pytester,
+) -> None:
+    # 1.34 has no DRADeviceTaintRules: rules work under DRADeviceTaints (harness.expectations).
+    result = run_suite_file(pytester, RULE_MARKED_TESTS, "-rs")
+
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*SKIPPED*needs feature gate DRADeviceTaints, off in 1.34/defaults",
+            "*SKIPPED*needs feature gate DRADeviceTaintRules, off in 1.35/defaults",
+        ]
+    )
