@@ -25,6 +25,21 @@ could not be re-read to look for a difference from v0.4.0: the module is absent 
 module cache and from the package lists, and the stored copies of
 kubernetes-sigs/dra-driver-nvidia-gpu carry commits with no tag to pin v0.4.1 to.
 
+Standard NUMA attribute, not modelled: k8s.io/dynamic-resource-allocation deviceattribute/
+attribute.go @ v0.37.2 defines ``resource.kubernetes.io/numaNode`` (an int, or an int list with
+DRAListTypeAttributes; helpers in numa_linux.go); @ v0.36.3 the package has only pciBusID and
+pcieRoot. No modelled release publishes it: NV v0.4.1 and EX v0.4.0 build against v0.36 (go.mod);
+NV v0.4.1 takes only pciBusID and pcieRoot from deviceattribute (nvlib.go), and its VFIO
+passthrough devices carry a driver-local ``numa`` int (deviceinfo.go VfioDeviceInfo.GetDevice);
+EX v0.4.0 publishes no resource.kubernetes.io attribute.
+
+EX v0.4.0 profiles besides gpu (cmd/dra-example-kubeletplugin/main.go validProfiles), not
+modelled because the harness models GPU fleets and neither publishes a GPU: ``cpu``
+(internal/profiles/cpu/cpu.go: devices numa-<i>, attribute numaNodeID, shared capacity
+``<driver>/cpu`` mapped to node-allocatable cpu, KEP-5517) and ``net`` (internal/profiles/net/
+net.go: devices nic-<i>, attributes index, uuid, model, driverVersion; capacities vfs and
+ingress/egressBandwidth with request policies, multiple allocations allowed).
+
 Unknown, therefore not modelled: whether v25.12.0's ValidateFeatureGates already made
 DynamicMIG exclusive of NVMLDeviceHealthCheck (only v0.4.1 is confirmed); the example
 driver's health handling (EX v0.4.0 health.go is the gRPC health service, not device health).
