@@ -10,20 +10,20 @@ SOURCES and unknowns (one place):
 
 | release        | read at                                   | how                                      |
 |----------------|-------------------------------------------|------------------------------------------|
-| NV v0.4.1      | sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1  | Go module source, read in full           |
+| NV v0.4.1      | sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1  | Go module source (go mod download),      |
+|                |                                           | read in full: nvidia-v0.4 renders it     |
 | EX v0.4.0      | sigs.k8s.io/dra-example-driver@v0.4.0     | Go module source, read in full           |
-| NV v0.4.0      | tag 6910a2be                              | NOT fetched (module proxy refuses it);   |
-|                |                                           | v0.4.1 is taken as v0.4.0 for rendering  |
+| NV v0.4.0      | tag 6910a2be                              | NOT fetched (module proxy answers 403,   |
+|                |                                           | 2026-12-04); no v0.4.0-only rule exists  |
 | NV v25.3.2,    | tags 7020737a, 2ef1f2ad, fc69d985,        | NOT fetched (module proxy refuses these  |
 | v25.8.0/.1,    | 0882da87                                  | versions); rules follow the per-tag      |
 | v25.12.0       |                                           | reading of deviceinfo.go / nvlib.go /    |
 |                |                                           | partitions.go cited at each field        |
 
-No personality of its own for NV v0.4.1: nvidia-v0.4 already renders what v0.4.1 publishes
-(every v0.4 rule below and in tests/fake_driver/fidelity.py cites v0.4.1), and the v0.4.1 tag
-could not be re-read to look for a difference from v0.4.0: the module is absent from the Go
-module cache and from the package lists, and the stored copies of
-kubernetes-sigs/dra-driver-nvidia-gpu carry commits with no tag to pin v0.4.1 to.
+nvidia-v0.4 is the v0.4.1 personality (its ``release``): every v0.4 rule below and in
+tests/fake_driver/fidelity.py cites v0.4.1's source. The proxy refuses v0.4.0, so whether
+v0.4.0 published anything differently cannot be checked here; the features the issue dates
+to v0.4.0 (commits 912848d2, 13882467) are in v0.4.1 as read.
 
 Standard NUMA attribute, not modelled: k8s.io/dynamic-resource-allocation deviceattribute/
 attribute.go @ v0.37.2 defines ``resource.kubernetes.io/numaNode`` (an int, or an int list with
@@ -195,12 +195,12 @@ _V25_12 = replace(
     has_vfio_class=True,
     device_plugin_guard=_GUARD_V25_12,
 )
-# v0.4.0 (checked at v0.4.1): k8s.io/dynamic-resource-allocation v0.36 slice names, health
+# v0.4.1 (features from v0.4.0): k8s.io/dynamic-resource-allocation v0.36 slice names, health
 # taints, DynamicMIG attribute and Ampere fixes (commits 912848d2, 13882467).
 _V0_4 = replace(
     _V25_12,
     name="nvidia-v0.4",
-    release="v0.4.0",
+    release="v0.4.1",
     slice_name_scheme="index-driver-node",
     health_mode="taint",
     dynamic_mig_addressing_and_root=True,
