@@ -63,8 +63,19 @@ class Timeouts:
 TIMEOUTS = Timeouts()
 
 
+def _without_managed_fields(state: object) -> object:
+    """An object's managedFields say who wrote which field, and fill the shown state before its
+    status (what a timeout needs) is reached."""
+    if isinstance(state, dict):
+        return {k: _without_managed_fields(v) for k, v in state.items() if k != "managedFields"}
+    if isinstance(state, list):
+        return [_without_managed_fields(v) for v in state]
+    return state
+
+
 def _show(state: object) -> str:
-    text = state if isinstance(state, str) else pprint.pformat(state, width=100, compact=True)
+    shown = _without_managed_fields(state)
+    text = shown if isinstance(shown, str) else pprint.pformat(shown, width=100, compact=True)
     return text if len(text) <= _MAX_STATE_CHARS else text[:_MAX_STATE_CHARS] + " ...(truncated)"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,23 @@ def test_wait_for_timeout_names_the_wait_and_shows_the_last_state() -> None:
         str(err.value)
         == "timed out after 0.2s waiting for pod x Running; last observed:\n{'phase': 'Pending'}"
     )
+
+
+def test_the_shown_state_leaves_out_managed_fields_so_the_status_is_seen() -> None:
+    pod: dict[str, Any] = {
+        "metadata": {
+            "name": "a-0",
+            "managedFields": [{"manager": "k8slocal", "fieldsV1": {"x": "y" * 5000}}],
+        },
+        "status": {"conditions": [{"type": "PodScheduled", "reason": "Unschedulable"}]},
+    }
+    with pytest.raises(WaitTimeout) as err:
+        wait_for(lambda: pod, lambda p: False, timeout=0.1, describe="pod a-0 Running", interval=0.02)
+    assert str(err.value).endswith(
+        "last observed:\n{'metadata': {'name': 'a-0'},\n"
+        " 'status': {'conditions': [{'reason': 'Unschedulable', 'type': 'PodScheduled'}]}}"
+    )
+    assert "managedFields" in pod["metadata"]  # the caller's object is left as it was
 
 
 def test_wait_for_shows_the_last_error_when_observing_failed() -> None:
