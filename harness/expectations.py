@@ -34,6 +34,19 @@ def class_add_requeues_fit_rejected_pod(version: Version) -> bool:
     return version >= (1, 35)
 
 
+def bridge_reaches_nodes_a_device_plugin_left(version: Version) -> bool:
+    """Does a bridged pod schedule onto a node whose device plugin is gone? The kubelet keeps a
+    removed plugin's resource in the node's status at 0, never deletes it, "to indicate that
+    the resource is managed by device plugin" (pkg/kubelet/nodestatus/setters.go @ v1.34.4).
+
+    1.34.4: no. NodeResourcesFit leaves a request to DRA only when the resource is absent from
+    the node's allocatable (noderesources/fit.go fitsRequest `!okScalar`), so the pod is
+    "Insufficient nvidia.com/gpu" there until the key is removed from the node's status.
+    1.35+: yes. fit.go @ v1.35.4 delegates when allocatable is 0 (`allocatable > 0` keeps it).
+    """
+    return version >= (1, 35)
+
+
 def init_containers_reuse_bridged_devices(version: Version) -> bool:
     """Do init containers reuse the devices of the long-lived containers in a bridged pod's
     claim (requests sized as kubelet sizes resources: max(init, sum of containers))?
