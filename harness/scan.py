@@ -27,7 +27,7 @@ from harness.detectors import (
     detect_unmapped_legacy_requests,
 )
 from harness.errors import HarnessError
-from harness.expectations import device_taint_rule_api
+from harness.expectations import bridge_reaches_nodes_a_device_plugin_left, device_taint_rule_api
 from harness.kube import API_ERRORS, DynamicApiError, ForbiddenError, Kube, Obj, ResourceNotFoundError
 from harness.redaction import redact, redact_obj
 from harness.scantaints import rule_findings, slice_taint_findings
@@ -188,6 +188,35 @@ def _kubelet_skew(state: ClusterState) -> list[Finding]:
     return findings
 
 
+def leftover_device_plugin_resource(state: ClusterState, resource: str) -> list[Finding]:
+    """Nodes publishing DRA devices that still list `resource` at 0 (the kubelet keeps a removed
+    device plugin's resource), where the minor's scheduler then never bridges pods to them."""
+    if bridge_reaches_nodes_a_device_plugin_left(state.version):
+        return []
+    if not any((c.get("spec") or {}).get("extendedResourceName") == resource for c in state.classes):
+        return []
+    dra_nodes = {s["spec"].get("nodeName") for s in state.slices if s["spec"].get("devices")}
+    stuck = sorted(
+        n["metadata"]["name"]
+        for n in state.nodes
+        if n["metadata"]["name"] in dra_nodes
+        and str(((n.get("status") or {}).get("allocatable") or {}).get(resource, "")) == "0"
+    )
+    minor = f"{state.version[0]}.{state.version[1]}"
+    return [
+        Finding(
+            "device-plugin-leftover",
+            Severity.BLOCKING,
+            f"node/{name}",
+            f"publishes DRA devices but still lists {resource}: 0, so Kubernetes {minor} never "
+            "schedules bridged pods onto it",
+            f"remove {resource} from the node's status.capacity and status.allocatable once its "
+            "kubelet has dropped the device plugin (5 minutes after it stopped), or upgrade to 1.35",
+        )
+        for name in stuck
+    ]
+
+
 def _claim_counts(state: ClusterState) -> list[Finding]:
     bridged = sum(
         1
@@ -231,6 +260,7 @@ def run_checks(
         ),
         *detect_selectors_matching_nothing(state.classes, state.slices, used),
         *_kubelet_skew(state),
+        *leftover_device_plugin_resource(state, resource),
         *detect_accounting_gaps(
             account(state.nodes, state.slices, state.claims, resource, pool_label),
             state.quotas,

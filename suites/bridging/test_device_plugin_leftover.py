@@ -11,12 +11,13 @@ from fake_driver import legacy
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness import builders as b
-from harness import rollout
+from harness import rollout, scan
 from harness.clusters.base import Cell
 from harness.drastate import claims_of
 from harness.expectations import bridge_reaches_nodes_a_device_plugin_left
 from harness.kube import Kube
 from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.scan import leftover_device_plugin_resource
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]
 
@@ -37,11 +38,16 @@ def test_a_node_the_device_plugin_left_takes_bridged_pods_from_1_35(
     assert kube.get("v1", "Node", node)["status"]["allocatable"][gpu] == "0"
     kube.create(b.legacy_pod("bridged", namespace, gpu, 2, node_selector=fleet.node_selector))
 
+    findings = leftover_device_plugin_resource(scan.read_state(kube), gpu)
+    leftover = [f.check for f in findings if f.subject == f"node/{node}"]
     if not bridge_reaches_nodes_a_device_plugin_left(cell.number):
+        assert leftover == ["device-plugin-leftover"]  # the scan names the node beforehand
         pod = wait_unschedulable(kube, namespace, "bridged")
         assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {gpu}") == 1
         assert claims_of(kube, namespace, "bridged") == []
         legacy.withdraw(kube.api_client, [node], remove=True)  # the remediation on 1.34
+    else:
+        assert leftover == []
     pod = wait_phase(kube, namespace, "bridged", "Running")
 
     assert pod["spec"]["nodeName"] == node
