@@ -40,6 +40,9 @@ modelled because the harness models GPU fleets and neither publishes a GPU: ``cp
 net.go: devices nic-<i>, attributes index, uuid, model, driverVersion; capacities vfs and
 ingress/egressBandwidth with request policies, multiple allocations allowed).
 
+Unreleased, not modelled: the NV main branch after v0.4.1 (Fabric Manager partition
+attributes, GPU sharing); a personality follows a release tag, and main has none to pin.
+
 Unknown, therefore not modelled: whether v25.12.0's ValidateFeatureGates already made
 DynamicMIG exclusive of NVMLDeviceHealthCheck (only v0.4.1 is confirmed); the example
 driver's health handling (EX v0.4.0 health.go is the gRPC health service, not device health).
