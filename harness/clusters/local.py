@@ -237,6 +237,25 @@ class LocalCluster:
         started = time.monotonic()
         pki = generate_pki(self.run_dir / "pki")
         self._pki = pki
+        shutil.rmtree(self.run_dir / "etcd", ignore_errors=True)  # a new cluster; restart() keeps the data
+        self._start_component("etcd")
+        self._start_component("kube-apiserver")
+        self._write_kubeconfigs(pki)  # after: a taken port moves the API server (_start_component)
+        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            self._launch(name)  # side by side: each waits only for the API server
+        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            try:
+                self._wait_ready(name)
+            except ComponentFailed as err:
+                if not _port_taken(err):
+                    raise
+                self._repick_port(name)
+                self._start_component(name)
+        if self.real is not None:
+            self.real.start(self.server, pki, self.kubeconfig, self.minor.name)
+        self.start_seconds = time.monotonic() - started
+
+    def _write_kubeconfigs(self, pki: ClusterPKI) -> None:
         write_kubeconfig(self.kubeconfig, self.server, pki.ca.cert, "admin", pki.admin)
         write_kubeconfig(
             self.run_dir / "controller-manager.kubeconfig",
@@ -252,16 +271,6 @@ class LocalCluster:
             "system:kube-scheduler",
             pki.scheduler,
         )
-        shutil.rmtree(self.run_dir / "etcd", ignore_errors=True)  # a new cluster; restart() keeps the data
-        self._start_component("etcd")
-        self._start_component("kube-apiserver")
-        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
-            self._launch(name)
-        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
-            self._wait_ready(name)
-        if self.real is not None:
-            self.real.start(self.server, pki, self.kubeconfig, self.minor.name)
-        self.start_seconds = time.monotonic() - started
 
     def _start_component(self, name: str) -> None:
         for attempt in range(_PORT_RETRIES):
@@ -270,7 +279,7 @@ class LocalCluster:
                 self._wait_ready(name)
                 return
             except ComponentFailed as err:
-                if "address already in use" not in str(err) or attempt == _PORT_RETRIES - 1:
+                if not _port_taken(err) or attempt == _PORT_RETRIES - 1:
                     raise
                 self._repick_port(name)
 
@@ -317,6 +326,11 @@ class LocalCluster:
             "run_dir": str(self.run_dir),
         }
         write_state(self.run_dir, state)
+
+
+def _port_taken(err: ComponentFailed) -> bool:
+    """Its port was taken between free_port() and its bind (another process on the host)."""
+    return "address already in use" in str(err)
 
 
 class ClusterState(TypedDict):
