@@ -46,6 +46,15 @@ CHECKS: tuple[Check, ...] = (
         bridged=True,
     ),
     Check(
+        "device-plugin-leftover",
+        "Bridged pods reach nodes the device plugin left (their status keeps nvidia.com/gpu: 0)",
+        "bridging",
+        ("suites/bridging/test_device_plugin_leftover.py::*",),
+        "before 1.35 the scheduler never bridges pods to such nodes: remove nvidia.com/gpu from their "
+        "status once the kubelet dropped the plugin (the scan's device-plugin-leftover lists them)",
+        bridged=True,
+    ),
+    Check(
         "bridge-unavailable",
         "Without the bridge, a legacy GPU pod stays Pending with Insufficient nvidia.com/gpu",
         "bridging",
