@@ -8,6 +8,7 @@ host before and after, as the real-node teardown tests do.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -129,7 +130,19 @@ def test_engine_runs_privileged_containers_and_leaves_the_host_as_it_was() -> No
             assert Engine().start().started is False
     finally:
         e.stop()
-    assert hoststate.snapshot() == before
+    _assert_host_as(before)
+
+
+def _assert_host_as(before: dict[str, object]) -> None:
+    """The host as `before`, unless someone else's real-node cluster (a parallel run on this
+    host) came meanwhile: then no comparison can be made."""
+    after = hoststate.snapshot()
+    if after != before:
+        owners = hoststate.slot_owners().items()
+        others = [s for s, who in owners if who and who.pid != os.getpid() and who.alive()]
+        if others:
+            pytest.skip(f"another real-node cluster started on this host during the test ({others})")
+    assert after == before
 
 
 @pytest.mark.usefixtures("can_start")

@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
+
 from fake_driver import legacy
 from fake_driver.fleet import Fleet
-from harness.kube import Kube, Obj
+from harness.kube import ConflictError, Kube, Obj
 from harness.rollout.nodes import node_objects
 from harness.waits import TIMEOUTS, wait_for
 
@@ -100,7 +102,19 @@ def patch_device_plugin_daemonset(
     kube: Kube, namespace: str, name: str, key: str = STACK_LABEL, values: Sequence[str] = (STACK_DRA,)
 ) -> Obj:
     """Exclude `key in values` nodes from the device-plugin DaemonSet (merge patch of its
-    pod template's affinity, guarded by the resourceVersion read)."""
+    pod template's affinity, guarded by the resourceVersion read; read again and retried when
+    the DaemonSet controller wrote its status in between)."""
+    conflict = retry_if_exception_type(ConflictError)
+    for attempt in Retrying(retry=conflict, stop=stop_after_attempt(_CONFLICT_ATTEMPTS), reraise=True):
+        with attempt:
+            return _patch_affinity(kube, namespace, name, key, values)
+    raise AssertionError("unreachable: Retrying reraises the last conflict")
+
+
+_CONFLICT_ATTEMPTS = 5
+
+
+def _patch_affinity(kube: Kube, namespace: str, name: str, key: str, values: Sequence[str]) -> Obj:
     ds = kube.get("apps/v1", "DaemonSet", name, namespace)
     current = ds["spec"]["template"]["spec"].get("affinity")
     wanted = device_plugin_affinity(current, key, values)
