@@ -8,7 +8,6 @@ host before and after, as the real-node teardown tests do.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.hostcompare import assert_host_as, quiet_host_snapshot
 from harness.clusters import engine as engine_mod
 from harness.clusters import hoststate
 from harness.clusters.engine import Engine, cannot_start, docker
@@ -105,7 +105,7 @@ def _lacks_cap_sys_resource() -> bool:
 
 @pytest.mark.usefixtures("can_start")
 def test_engine_runs_privileged_containers_and_leaves_the_host_as_it_was() -> None:
-    before = _quiet_snapshot()
+    before = quiet_host_snapshot()
     e = Engine()
     try:
         e.start()
@@ -130,33 +130,12 @@ def test_engine_runs_privileged_containers_and_leaves_the_host_as_it_was() -> No
             assert Engine().start().started is False
     finally:
         e.stop()
-    _assert_host_as(before)
-
-
-def _quiet_snapshot() -> dict[str, object]:
-    """The host before the test; a host holding someone else's real-node cluster (a parallel run)
-    cannot be compared, as that cluster comes and goes during the test."""
-    owners = hoststate.slot_owners()
-    if owners:
-        pytest.skip(f"another real-node cluster is running on this host ({sorted(owners)})")
-    return hoststate.snapshot()
-
-
-def _assert_host_as(before: dict[str, object]) -> None:
-    """The host as `before`, unless someone else's real-node cluster (a parallel run on this
-    host) came meanwhile: then no comparison can be made."""
-    after = hoststate.snapshot()
-    if after != before:
-        owners = hoststate.slot_owners().items()
-        others = [s for s, who in owners if who and who.pid != os.getpid() and who.alive()]
-        if others:
-            pytest.skip(f"another real-node cluster started on this host during the test ({others})")
-    assert after == before
+    assert_host_as(before)
 
 
 @pytest.mark.usefixtures("can_start")
 def test_engine_of_a_killed_owner_is_given_back(tmp_path: Path) -> None:
-    before = _quiet_snapshot()
+    before = quiet_host_snapshot()
     script = (
         "import signal; from harness.clusters.engine import Engine, docker, PROBE_IMAGE\n"
         "e = Engine().start()\n"

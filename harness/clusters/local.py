@@ -244,13 +244,7 @@ class LocalCluster:
         for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
             self._launch(name)  # side by side: each waits only for the API server
         for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
-            try:
-                self._wait_ready(name)
-            except ComponentFailed as err:
-                if not _port_taken(err):
-                    raise
-                self._repick_port(name)
-                self._start_component(name)
+            self._start_component(name, launched=True)
         if self.real is not None:
             self.real.start(self.server, pki, self.kubeconfig, self.minor.name)
         self.start_seconds = time.monotonic() - started
@@ -272,9 +266,12 @@ class LocalCluster:
             pki.scheduler,
         )
 
-    def _start_component(self, name: str) -> None:
+    def _start_component(self, name: str, launched: bool = False) -> None:
+        """Launch `name` (unless already launched) and wait for it; a port taken meanwhile by
+        another process gets a new port and a new launch."""
         for attempt in range(_PORT_RETRIES):
-            self._launch(name)
+            if not (launched and attempt == 0):
+                self._launch(name)
             try:
                 self._wait_ready(name)
                 return

@@ -5,19 +5,16 @@ or its node never comes up."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeGuard
 
 import pytest
 
-from fixtures.requirements import provider_unmet, skip
+from fixtures.hostcompare import assert_host_as, quiet_host_snapshot
 from harness.clusters import hoststate
-from harness.clusters.identity import ProcessIdentity
 from harness.clusters.local import LocalCluster
 from harness.clusters.realnodes import RealPool
 from harness.controlplane.nodeparts import ensure_busybox
@@ -43,41 +40,8 @@ with LocalCluster(real_pools=[RealPool("t", count=1, gpus=1)]) as cluster:
 
 @pytest.fixture
 def quiet_host() -> dict[str, object]:
-    """The host's state before the test, on a host no other real-node cluster uses (its
-    changes would come and go during the comparison)."""
-
-    # Another xdist worker of this run may still be running real-node modules (its lane,
-    # fixtures.scheduling): those end, so wait for them; anyone else's cluster: skip.
-    def siblings(owners: dict[str, ProcessIdentity | None]) -> list[str]:
-        return [s for s, who in owners.items() if _other(who) and who.parent() == os.getppid()]
-
-    owners = wait_for(
-        hoststate.slot_owners,
-        lambda owners: not siblings(owners),
-        timeout=TIMEOUTS.sibling_real_nodes,
-        describe="the real-node clusters of this run's other xdist workers gone",
-        interval=1.0,
-    )
-    if owners:
-        skip(provider_unmet(f"another real-node cluster is running on this host ({sorted(owners)})"))
-    return hoststate.snapshot()
-
-
-def assert_host_as(before: dict[str, object]) -> None:
-    """The host is as `before`; if it is not because someone else's real-node cluster started
-    meanwhile (its owner alive, not this process), the comparison cannot be made: skip."""
-    after = hoststate.snapshot()
-    if after == before:
-        return
-    foreign = [s for s, who in hoststate.slot_owners().items() if _other(who) and who.alive()]
-    if foreign:
-        skip(provider_unmet(f"another real-node cluster started on this host during the test ({foreign})"))
-    assert after == before
-
-
-def _other(who: ProcessIdentity | None) -> TypeGuard[ProcessIdentity]:
-    """A readable owner other than this test process (whose own slot the test compares)."""
-    return who is not None and who.pid != os.getpid()
+    """The host's state before the test, on a host no other real-node cluster uses."""
+    return quiet_host_snapshot()
 
 
 @pytest.fixture
