@@ -7,16 +7,20 @@ from __future__ import annotations
 Version = tuple[int, int]
 
 
-def completed_pod_releases_extended_claim(version: Version) -> bool:
-    """Is the scheduler-created claim of a bridged pod released (unreserved and deleted) when
-    the pod completes, or only when the pod object is deleted?
+def claim_controller_follows_bridged_pods(version: Version) -> bool:
+    """Does the resourceclaim controller act on a bridged pod's own events? Without it:
+    - a completed pod keeps its scheduler-created claim allocated and reserved until the pod
+      object is deleted (the garbage collector then removes the claim with the pod);
+    - a claim deleted while its pod still exists (a namespace deletion deletes pods and claims
+      side by side) keeps the pod in status.reservedFor and its delete-protection finalizer
+      after the pod is gone: the claim, its device and the namespace stay until the claim
+      changes again (any update requeues it) or the controller-manager restarts (it syncs
+      every claim when it starts).
 
-    1.34.4: only when deleted. pkg/controller/resourceclaim/controller.go enqueuePod returns
-    at once for a pod with no spec.resourceClaims ("Nothing to do for it at all"), which a
-    bridged pod never has, so its claim stays allocated and reserved for the finished pod; the
-    garbage collector removes it with the pod (ownerReference).
-    1.35+: released. 1.37.2 controller.go reads pod.Status.ExtendedResourceClaimStatus
-    ("Extended resource claims are stored in ..."); the 1.35 and 1.36 cells pass the test.
+    1.34.4: no. pkg/controller/resourceclaim/controller.go enqueuePod returns at once for a pod
+    with no spec.resourceClaims ("Nothing to do for it at all"), which a bridged pod never has.
+    1.35+: yes. 1.35.4 controller.go enqueuePod reads pod.Status.ExtendedResourceClaimStatus
+    ("Extended resource claims are stored in ..."); 1.36.3 and 1.37.2 the same.
     """
     return version >= (1, 35)
 

@@ -27,7 +27,11 @@ from harness.detectors import (
     detect_unmapped_legacy_requests,
 )
 from harness.errors import HarnessError
-from harness.expectations import bridge_reaches_nodes_a_device_plugin_left, device_taint_rule_api
+from harness.expectations import (
+    bridge_reaches_nodes_a_device_plugin_left,
+    claim_controller_follows_bridged_pods,
+    device_taint_rule_api,
+)
 from harness.kube import API_ERRORS, DynamicApiError, ForbiddenError, Kube, Obj, ResourceNotFoundError
 from harness.redaction import redact, redact_obj
 from harness.scantaints import rule_findings, slice_taint_findings
@@ -217,6 +221,37 @@ def leftover_device_plugin_resource(state: ClusterState, resource: str) -> list[
     ]
 
 
+def stranded_claims(state: ClusterState) -> list[Finding]:
+    """Deleted claims still reserved for pods that are gone: their devices stay allocated and
+    their namespace stays Terminating. On a minor whose claim controller ignores bridged pods'
+    events (harness.expectations), a namespace deletion that reaches the claim first does this."""
+    pods = {p["metadata"]["uid"] for p in state.pods}
+    findings = []
+    for claim in state.claims:
+        meta = claim["metadata"]
+        gone = [
+            r["name"]
+            for r in (claim.get("status") or {}).get("reservedFor") or []
+            if r.get("resource") == "pods" and r.get("uid") not in pods
+        ]
+        if not meta.get("deletionTimestamp") or not gone:
+            continue
+        fix = "change the claim (e.g. add a label: any update requeues it) or restart kube-controller-manager"
+        if not claim_controller_follows_bridged_pods(state.version):
+            fix += "; 1.35 requeues it when the pod goes"
+        findings.append(
+            Finding(
+                "stranded-claim",
+                Severity.WARNING,
+                f"resourceclaim/{meta['namespace']}/{meta['name']}",
+                f"deleted but still reserved for pod(s) {', '.join(gone)}, which no longer exist: "
+                "its devices stay allocated",
+                fix,
+            )
+        )
+    return findings
+
+
 def _claim_counts(state: ClusterState) -> list[Finding]:
     bridged = sum(
         1
@@ -261,6 +296,7 @@ def run_checks(
         *detect_selectors_matching_nothing(state.classes, state.slices, used),
         *_kubelet_skew(state),
         *leftover_device_plugin_resource(state, resource),
+        *stranded_claims(state),
         *detect_accounting_gaps(
             account(state.nodes, state.slices, state.claims, resource, pool_label),
             state.quotas,

@@ -11,14 +11,15 @@ from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
 from harness.drastate import allocated_devices, claims_of
 from harness.expectations import (
+    claim_controller_follows_bridged_pods,
     class_add_requeues_fit_rejected_pod,
-    completed_pod_releases_extended_claim,
     implicit_name_alongside_explicit,
     implicit_names_recognized,
 )
 from harness.kube import Kube
 from harness.objects import Created
 from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.scan import read_state, stranded_claims
 from harness.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
@@ -82,7 +83,7 @@ def test_scheduler_created_claim_is_released_when_the_pod_completes(
     kube.create(
         b.legacy_pod("after", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
     )
-    if not completed_pod_releases_extended_claim(cell.number):
+    if not claim_controller_follows_bridged_pods(cell.number):
         # 1.34: the finished pod keeps its claim until the pod object goes.
         pod = wait_unschedulable(kube, namespace, "after")
         assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
@@ -96,6 +97,51 @@ def test_scheduler_created_claim_is_released_when_the_pod_completes(
         lambda claims: claims == [],
         timeout=TIMEOUTS.deletion,
         describe=f"claim of {outcome} pod job deleted",
+    )
+
+
+@pytest.mark.bridged
+@pytest.mark.kwok_pods
+def test_claim_deleted_before_its_running_pod_goes_with_the_pod(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell
+) -> None:
+    """What a namespace deletion does when it reaches a bridged pod's claim before the pod."""
+    pool = gpu_pool(nodes=1, gpus=1)
+    kube.create(
+        b.legacy_pod("held", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
+    )
+    wait_phase(kube, namespace, "held", "Running")
+    [claim] = claims_of(kube, namespace, "held")
+    name = claim["metadata"]["name"]
+    kube.delete(b.RESOURCE_V1, "ResourceClaim", name, namespace)
+    deleting = kube.get(b.RESOURCE_V1, "ResourceClaim", name, namespace)
+    assert deleting["metadata"]["deletionTimestamp"]
+    assert deleting["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+    kube.delete("v1", "Pod", "held", namespace, grace=0)
+
+    if not claim_controller_follows_bridged_pods(cell.number):
+        # 1.34: nothing requeues the claim once its pod is gone; it keeps the device.
+        assert_stays(
+            lambda: kube.get(b.RESOURCE_V1, "ResourceClaim", name, namespace),
+            lambda c: (
+                [r["name"] for r in c["status"]["reservedFor"]] == ["held"]
+                and [r["device"] for r in allocated_devices(c)] == ["gpu-0"]
+            ),
+            duration=TIMEOUTS.stays_pending,
+            describe=f"claim {name} reserved for deleted pod held",
+        )
+        [finding] = [f for f in stranded_claims(read_state(kube)) if f.subject.endswith(f"/{name}")]
+        assert (finding.check, finding.subject) == ("stranded-claim", f"resourceclaim/{namespace}/{name}")
+        assert finding.message.startswith("deleted but still reserved for pod(s) held, which no longer exist")
+        # Any change to the claim requeues it: the remediation a 1.34 user has.
+        kube.patch(
+            b.RESOURCE_V1, "ResourceClaim", name, {"metadata": {"labels": {"requeue": "1"}}}, namespace
+        )
+    wait_for(
+        lambda: claims_of(kube, namespace, "held"),
+        lambda claims: claims == [],
+        timeout=TIMEOUTS.deletion,
+        describe=f"claim {name} of deleted pod held gone",
     )
 
 

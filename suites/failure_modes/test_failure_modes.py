@@ -22,7 +22,7 @@ from harness.detectors import (
     detect_unmapped_legacy_requests,
 )
 from harness.drastate import allocated_devices, claims_of
-from harness.expectations import completed_pod_releases_extended_claim
+from harness.expectations import claim_controller_follows_bridged_pods
 from harness.kube import Kube, Obj
 from harness.objects import Created
 from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
@@ -140,7 +140,7 @@ def test_unchanged_deployment_and_job_run_on_a_migrated_pool(
             if c["metadata"]["generateName"].startswith("batch-")
         ],
         # 1.34: a finished pod keeps its claim until the pod object goes (expectations).
-        lambda claims: len(claims) == (0 if completed_pod_releases_extended_claim(cell.number) else 1),
+        lambda claims: len(claims) == (0 if claim_controller_follows_bridged_pods(cell.number) else 1),
         timeout=TIMEOUTS.deletion,
         describe="the Job pod's claim deleted (1.34: kept while the pod exists)",
     )
@@ -243,7 +243,7 @@ def test_node_allocatable_stops_telling_the_truth_after_migration(
     )
 
     nodes = [n for n in kube.list("v1", "Node") if n["metadata"]["name"] in pool.nodes]
-    held = 3 if completed_pod_releases_extended_claim(cell.number) else 4  # 1.34: done keeps its own
+    held = 3 if claim_controller_follows_bridged_pods(cell.number) else 4  # 1.34: done keeps its own
     claims = wait_for(
         lambda: kube.list(RESOURCE_API, "ResourceClaim", namespace),
         lambda cs: len(cs) == held,
