@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
+from fixtures.namespace import REQUEUE
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
@@ -134,9 +135,7 @@ def test_claim_deleted_before_its_running_pod_goes_with_the_pod(
         assert (finding.check, finding.subject) == ("stranded-claim", f"resourceclaim/{namespace}/{name}")
         assert finding.message.startswith("deleted but still reserved for pod(s) held, which no longer exist")
         # Any change to the claim requeues it: the remediation a 1.34 user has.
-        kube.patch(
-            b.RESOURCE_V1, "ResourceClaim", name, {"metadata": {"labels": {"requeue": "1"}}}, namespace
-        )
+        kube.patch(b.RESOURCE_V1, "ResourceClaim", name, REQUEUE, namespace)
     wait_for(
         lambda: claims_of(kube, namespace, "held"),
         lambda claims: claims == [],
