@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fake_driver.cliargs import nonempty, nonempty_csv, positive_int
+from fake_driver.cliargs import nonempty, nonempty_csv, positive_float, positive_int
 from harness.bench.present import format_summary
 from harness.costs import DEFAULT_BENCH_DIR
 from harness.errors import HarnessError
@@ -21,7 +21,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.profile and modes and args.profile not in modes:
         raise HarnessError(f"--profile {args.profile}: that mode is not among --modes {','.join(modes)}")
     plan = prepare(
-        args.k8s_version, args.nodes, args.pods, args.reps, modes, args.out, args.max_batches, args.reference
+        args.k8s_version,
+        args.nodes,
+        args.pods,
+        args.reps,
+        modes,
+        args.out,
+        args.max_batches,
+        args.reference,
+        args.min_window,
     )
     for minor, out in plan.outs.items():
         summary = run(
@@ -32,6 +40,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             plan.modes,
             out,
             max_batches=plan.max_batches,
+            min_window=plan.min_window,
             reference=args.reference,
             concurrent=args.concurrent,
             profile=args.profile,
@@ -54,7 +63,12 @@ def add_bench_parser(sub: Any) -> None:
     bn.add_argument(
         "--max-batches",
         type=positive_int,
-        help="batches of --pods a repetition may run to last 10 s (default 1; 2: ~+80 s at 500 nodes)",
+        help="batches of --pods a repetition may run to last --min-window (default 1; 2: ~+80 s)",
+    )
+    bn.add_argument(
+        "--min-window",
+        type=positive_float,
+        help="seconds a repetition's batches should last, with --max-batches (default 10)",
     )
     bn.add_argument("--modes", type=nonempty_csv, help="some of plain,legacy,bridged,claims (default: all)")
     bn.add_argument("--out", type=nonempty, help="JSON file (default: reports/out/bench/scale-<minor>.json)")
@@ -83,14 +97,31 @@ def cmd_bench_curve(args: argparse.Namespace) -> int:
     if len([m for k in args.k8s_version or [] for m in k]) > 1:
         raise HarnessError("bench-curve runs one minor; give one -k")
     modes = tuple(args.modes) if args.modes else None
-    plan = prepare(args.k8s_version, max(args.nodes), args.pods, args.reps, modes, None, args.max_batches)
+    plan = prepare(
+        args.k8s_version,
+        max(args.nodes),
+        args.pods,
+        args.reps,
+        modes,
+        None,
+        args.max_batches,
+        min_window=args.min_window,
+    )
     minor = next(iter(plan.outs))
     out = Path(args.out) if args.out else DEFAULT_BENCH_DIR / f"curve-{minor}.json"
     check_output(out, "--out")
 
     def bench(nodes: int, gpus: int) -> Any:
         summary = run(
-            minor, nodes, args.pods, args.reps, plan.modes, None, max_batches=plan.max_batches, gpus=gpus
+            minor,
+            nodes,
+            args.pods,
+            args.reps,
+            plan.modes,
+            None,
+            max_batches=plan.max_batches,
+            min_window=plan.min_window,
+            gpus=gpus,
         )
         print(format_summary(summary))
         return summary
@@ -122,6 +153,7 @@ def add_bench_curve_parser(sub: Any) -> None:
     bc.add_argument("--pods", type=positive_int, default=1000, help="pods per mode and repetition (1000)")
     bc.add_argument("--reps", type=positive_int, default=1, help="rounds of all modes per point (default 1)")
     bc.add_argument("--max-batches", type=positive_int, help="as for bench (default 1)")
+    bc.add_argument("--min-window", type=positive_float, help="as for bench (default 10)")
     bc.add_argument("--modes", type=nonempty_csv, help="some of plain,legacy,bridged,claims (default: all)")
     bc.add_argument("--out", type=nonempty, help="JSON file (default: reports/out/bench/curve-<minor>.json)")
     bc.set_defaults(func=cmd_bench_curve)

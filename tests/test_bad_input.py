@@ -56,6 +56,7 @@ USAGE = [  # argparse: exit 2, one line, before anything runs
     Row("bench-pods-word", ("bench", "--pods", "lots"), 2, r"--pods: expected a whole number, got 'lots'"),
     Row("bench-reps-negative", ("bench", "--reps", "-1"), 2, r"--reps: must be greater than 0"),
     Row("bench-max-batches-zero", ("bench", "--max-batches", "0"), 2, r"--max-batches: must be greater"),
+    Row("bench-min-window-nan", ("bench", "--min-window", "nan"), 2, r"--min-window: must be greater than 0"),
     Row("bench-empty-modes", ("bench", "--modes", ""), 2, r"--modes: must not be empty"),
     Row("bench-empty-out", ("bench", "--out", ""), 2, r"--out: must not be empty"),
     Row("matrix-jobs-zero", ("matrix", "-j", "0"), 2, r"-j/--jobs: must be greater than 0, got '0'"),
@@ -72,6 +73,7 @@ USAGE = [  # argparse: exit 2, one line, before anything runs
 
 HARNESS = [  # checked input: exit 1, "dra-harness: <what is wrong>"
     Row("bench-unknown-minor", ("bench", "-k", "1.37,1.99"), 1, r"unknown Kubernetes version '1.99'"),
+    Row("bench-short-window", ("bench", "--min-window", "5"), 1, r"--min-window must be 10-300 s\w+, got 5"),
     Row("bench-unknown-mode", ("bench", "--modes", "plain,dra"), 1, r"unknown bench mode dra; valid: plain"),
     Row("bench-too-many-nodes", ("bench", "--nodes", "5001"), 1, r"--nodes must be at most 5000, got 5001"),
     Row("bench-out-two-minors", ("bench", "-k", "1.36,1.37", "--out", "x.json"), 1, r"--out names one file"),

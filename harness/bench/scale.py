@@ -53,6 +53,7 @@ CLIENT_QPS = 5000  # as scheduler_perf: client-side rate limiters must not be th
 # run of all modes cannot spare within 10 minutes; the pooled windows give the percentiles
 # their 10 s instead. --max-batches 2 for the windows.
 MAX_BATCHES = 1
+MAX_WINDOW_SECONDS = 300.0  # --min-window: past it a repetition is a soak, not a sample
 # Flags added to the local cluster's own, recorded in the JSON:
 CLUSTER_FLAGS = {
     # Compaction only between repetitions (Bench.clear): etcd's in-use size then grows by
@@ -79,7 +80,12 @@ def schedule(modes: tuple[str, ...], reps: int) -> list[tuple[int, str]]:
 
 
 def validate(
-    nodes: int, pods: int, reps: int, modes: tuple[str, ...], max_batches: int = MAX_BATCHES
+    nodes: int,
+    pods: int,
+    reps: int,
+    modes: tuple[str, ...],
+    max_batches: int = MAX_BATCHES,
+    min_window: float = MIN_WINDOW_SECONDS,
 ) -> None:
     unknown = sorted(set(modes) - set(MODES))
     if unknown or not modes:
@@ -87,6 +93,9 @@ def validate(
     for name, value in (("nodes", nodes), ("pods", pods), ("reps", reps), ("max-batches", max_batches)):
         if value < 1:
             raise HarnessError(f"--{name} must be at least 1, got {value}")
+    if not MIN_WINDOW_SECONDS <= min_window <= MAX_WINDOW_SECONDS:
+        bounds = f"{MIN_WINDOW_SECONDS:.0f}-{MAX_WINDOW_SECONDS:.0f}"
+        raise HarnessError(f"--min-window must be {bounds} seconds, got {min_window:g}")
     if nodes > MAX_NODES_PER_FLEET:  # the fake driver's limit, hit only after the cluster is up
         raise HarnessError(f"--nodes must be at most {MAX_NODES_PER_FLEET}, got {nodes}")
 
@@ -96,6 +105,7 @@ class Plan:
     outs: dict[str, Path]  # minor -> its JSON file
     modes: tuple[str, ...]
     max_batches: int
+    min_window: float = MIN_WINDOW_SECONDS
 
 
 def prepare(
@@ -107,6 +117,7 @@ def prepare(
     out: str | None,
     max_batches: int | None,
     reference: bool = False,
+    min_window: float | None = None,
 ) -> Plan:
     """Everything a benchmark run can refuse, refused before it starts (unknown minors and
     modes, an --out for several minors, an unwritable output), then the builds it needs."""
@@ -118,8 +129,9 @@ def prepare(
         {m.name: Path(out or DEFAULT_BENCH_DIR / f"scale-{m.name}.json") for m in minors},
         modes or MODES,
         MAX_BATCHES if max_batches is None else max_batches,
+        MIN_WINDOW_SECONDS if min_window is None else min_window,
     )
-    validate(nodes, pods, reps, plan.modes, plan.max_batches)
+    validate(nodes, pods, reps, plan.modes, plan.max_batches, plan.min_window)
     for path in plan.outs.values():  # the result comes at the end of a long run: writable now
         check_output(path, "--out")
     for minor in minors:
@@ -160,8 +172,9 @@ def run(
     concurrent: bool = False,
     profile: str | None = None,
     gpus: int = GPUS_PER_NODE,
+    min_window: float = MIN_WINDOW_SECONDS,
 ) -> ScaleSummary:
-    validate(nodes, pods, reps, modes, max_batches)
+    validate(nodes, pods, reps, modes, max_batches, min_window)
     started = time.monotonic()
     ref = _reference(minor, nodes, pods, modes, out, gpus) if reference else None
     with LocalCluster(
@@ -180,7 +193,7 @@ def run(
             setup_seconds = time.monotonic() - started
             progress(f"bench setup: {nodes} nodes x {gpus} GPUs, caches warmed up, in {setup_seconds:.0f}s")
             order = schedule(tuple(sorted(modes, key=RUN_ORDER.index)), reps)
-            results, ref_results = _rounds(bench, ref, order, max_batches, progress)
+            results, ref_results = _rounds(bench, ref, order, (max_batches, min_window), progress)
             git_version = kube.git_version()
         finally:
             bench.scrape.close()
@@ -193,7 +206,7 @@ def run(
         "cpus": os.cpu_count(),
         "pods": pods,
         "reps": reps,
-        "min_window_seconds": MIN_WINDOW_SECONDS,
+        "min_window_seconds": min_window,
         "max_batches": max_batches,
         "pods_created": "while the scheduler runs" if concurrent else "with the scheduler paused",
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -220,7 +233,7 @@ def _rounds(
     bench: Bench,
     ref: Reference | None,
     order: list[tuple[int, str]],
-    max_batches: int,
+    batching: tuple[int, float],  # (max_batches, min_window)
     progress: Callable[[str], None],
 ) -> tuple[list[RepResult], list[RefResult]]:
     """Every (round, mode) of ours, each followed by scheduler_perf's run of the same mode."""
@@ -228,7 +241,7 @@ def _rounds(
     ref_results: list[RefResult] = []
     reps, pods = max(r for r, _ in order) + 1, bench.pods
     for i, (round_, mode) in enumerate(order):
-        r = bench.rep(mode, round_, max_batches)
+        r = bench.rep(mode, round_, *batching)
         if i < len(order) - 1:  # the last repetition's objects go with the cluster
             cleared = time.monotonic()
             r.cleanup_cpu_s = round(bench.clear(), 2)
