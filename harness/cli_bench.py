@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from harness.outputs import check_output
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench.scale import prepare, run
 
+    load_before = os.getloadavg()[0]  # the builds in prepare() would count in it
     modes = tuple(args.modes) if args.modes else None
     if args.profile and modes and args.profile not in modes:
         raise HarnessError(f"--profile {args.profile}: that mode is not among --modes {','.join(modes)}")
@@ -41,6 +43,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             out,
             max_batches=plan.max_batches,
             min_window=plan.min_window,
+            load_before=load_before,
             reference=args.reference,
             concurrent=args.concurrent,
             profile=args.profile,
@@ -96,6 +99,7 @@ def cmd_bench_curve(args: argparse.Namespace) -> int:
 
     if len([m for k in args.k8s_version or [] for m in k]) > 1:
         raise HarnessError("bench-curve runs one minor; give one -k")
+    load_before = os.getloadavg()[0]  # each point's cluster would count in the next one's
     modes = tuple(args.modes) if args.modes else None
     plan = prepare(
         args.k8s_version,
@@ -121,6 +125,7 @@ def cmd_bench_curve(args: argparse.Namespace) -> int:
             None,
             max_batches=plan.max_batches,
             min_window=plan.min_window,
+            load_before=load_before,
             gpus=gpus,
         )
         print(format_summary(summary))

@@ -53,6 +53,7 @@ class ScaleSummary(TypedDict, total=False):
     nodes: int
     gpus_per_node: int
     cpus: int | None  # of the machine: load averages are read against it
+    load_before_1m: float  # the machine's 1-minute load average before the run started
     pods: int
     reps: int
     min_window_seconds: float

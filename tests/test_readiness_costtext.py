@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.readiness.costtext import context, curve_view, mode_sentence, profile_lines, watch_list
+from harness.readiness.costtext import caveat, context, curve_view, mode_sentence, profile_lines, watch_list
 from harness.readiness.inputs import load_cost
 from harness.readiness.report import build_report, render
 
@@ -126,3 +126,14 @@ def test_report_renders_the_sentences_in_markdown_and_html(tmp_path: Path) -> No
     for name in ("readiness.md", "readiness.html"):
         assert mode_sentence("bridged", RUN) in out[name].replace("&#39;", "'")
         assert "What to watch after migrating a pool" in out[name]
+        assert f"{context(RUN)}; {caveat(RUN)}." in out[name].replace("&#39;", "'")
+
+
+def test_caveat_trusts_absolute_figures_only_from_a_quiet_machine() -> None:
+    """The load during a run is mostly the benchmark's own control plane; the load before it
+    tells a quiet machine from a shared one."""
+    assert caveat(RUN) == "the machine's load before the run was not recorded: read the figures as ratios"
+    assert caveat({**RUN, "load_before_1m": 0.12}) == "nothing else ran (load average 0.1 before the run)"
+    assert caveat({**RUN, "load_before_1m": 0.5}) == (
+        "a shared machine (load average 0.5 before the run): read the figures as ratios"
+    )

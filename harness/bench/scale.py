@@ -173,8 +173,11 @@ def run(
     profile: str | None = None,
     gpus: int = GPUS_PER_NODE,
     min_window: float = MIN_WINDOW_SECONDS,
+    load_before: float | None = None,  # taken by the command before its builds, if it ran any
 ) -> ScaleSummary:
     validate(nodes, pods, reps, modes, max_batches, min_window)
+    if load_before is None:  # before the cluster's own processes add to it
+        load_before = os.getloadavg()[0]
     started = time.monotonic()
     ref = _reference(minor, nodes, pods, modes, out, gpus) if reference else None
     with LocalCluster(
@@ -204,6 +207,7 @@ def run(
         "nodes": nodes,
         "gpus_per_node": gpus,
         "cpus": os.cpu_count(),
+        "load_before_1m": round(load_before, 2),
         "pods": pods,
         "reps": reps,
         "min_window_seconds": min_window,

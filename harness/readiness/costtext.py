@@ -21,6 +21,22 @@ def _num(entry: dict[str, Any], key: str) -> float | None:
     return float(value) if value is not None else None
 
 
+# The 1-minute load average before the benchmark started under which the machine counts as
+# quiet: during the run the load is mostly the benchmark's own control plane (2-5 on 2 cores).
+QUIET_LOAD = 0.5
+
+
+def caveat(data: dict[str, Any]) -> str:
+    """How far to trust the absolute figures: the load before the run says whether anything
+    else shared the machine (result files from before it was recorded cannot say)."""
+    before = data.get("load_before_1m")
+    if before is None:
+        return "the machine's load before the run was not recorded: read the figures as ratios"
+    if float(before) < QUIET_LOAD:
+        return f"nothing else ran (load average {float(before):.1f} before the run)"
+    return f"a shared machine (load average {float(before):.1f} before the run): read the figures as ratios"
+
+
 def context(data: dict[str, Any]) -> str:
     loads = [
         float(r["load_avg_1m"])

@@ -20,7 +20,7 @@ from harness.costs import DEFAULT_BENCH_DIR, MODE_DESCRIPTIONS, read_scale
 from harness.layout import MatrixCellJson, MatrixJson, read_matrix_json
 from harness.readiness.catalog import CHECKS
 from harness.readiness.checks import evaluate_cell, fallback_checks, uncovered
-from harness.readiness.costtext import context, curve_view, mode_sentence, profile_lines, watch_list
+from harness.readiness.costtext import caveat, context, curve_view, mode_sentence, profile_lines, watch_list
 from harness.readiness.model import CellReport, ReportError
 from harness.readiness.status import Check
 from harness.reporting import read_summary
@@ -220,6 +220,7 @@ def _in_words(data: dict[str, Any]) -> dict[str, Any]:
     reference = (data.get("reference") or {}).get("modes") or {}
     return {
         "context": context(data),
+        "caveat": caveat(data),
         "sentences": [mode_sentence(m, data) for m in data["modes"]],
         "why": [f"{m}: {e['why']}" for m, e in reference.items() if e.get("why")],
         "watch": watch_list(data),
