@@ -18,6 +18,7 @@ from harness.kube import CLIENT_LIBRARY_VERSION, Kube
 
 @pytest.fixture
 def client(cluster: Cluster) -> Iterator[Kube]:
+    """A client of its own: the session's `kube` discovered long before the file is planted."""
     kube = Kube.from_kubeconfig(cluster.kubeconfig)
     yield kube
     kube.close()
