@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from harness.clusters.named import LOG, ClusterRecord, locked, running, state_dir, validate_name
 from harness.clusters.processes import exit_code, log_tail
-from harness.clusters.upgrade import CONTROL_PLANE_ORDER, UpgradeRefused, skew_refusal, upgrade
+from harness.clusters.upgrade import (
+    CONTROL_PLANE_ORDER,
+    UpgradeRefused,
+    skew_refusal,
+    stored_refusal,
+    upgrade,
+)
 from harness.controlplane.build import controlplane_built
 from harness.errors import HarnessError, WaitTimeout
 from harness.versions import load_matrix
@@ -80,16 +86,12 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def check_request(name: str, to: str) -> tuple[ClusterRecord, str]:
-    """The record of the running cluster and the target minor's name, or one line why not."""
+    """The record of the running cluster and the target minor's name, or one line why not.
+    Every refusal that needs no build comes first (name, minor, skew, profile, objects stored
+    in a version the target cannot read): a step that cannot happen never asks for a build."""
     validate_name(name)
     matrix = load_matrix()
     target = matrix.minor(to)
-    if not controlplane_built(target):  # a build takes minutes: not in the middle of a step
-        raise HarnessError(
-            f"the control plane of Kubernetes {target.kubernetes} is not built: run "
-            f"`make controlplane K8S={target.name}` (or `dra-harness controlplane build -k {target.name}`), "
-            "then this again"
-        )
     record = running(name)
     if record is None:
         raise HarnessError(
@@ -99,6 +101,16 @@ def check_request(name: str, to: str) -> tuple[ClusterRecord, str]:
     if refusal:
         raise UpgradeRefused(f"cluster {name!r}: {refusal}")
     target.profile(record.profile)  # a profile the target does not define: one line
+    stranded = stored_refusal(Path(record.kubeconfig), record.minor, target.name)
+    if stranded:
+        unchanged = f"nothing changed: the cluster runs {record.minor}"
+        raise UpgradeRefused(f"cluster {name!r}: {stranded}; {unchanged}")
+    if not controlplane_built(target):  # a build takes minutes: not in the middle of a step
+        raise HarnessError(
+            f"the control plane of Kubernetes {target.kubernetes} is not built: run "
+            f"`make controlplane K8S={target.name}` (or `dra-harness controlplane build -k {target.name}`), "
+            "then this again"
+        )
     return record, target.name
 
 

@@ -20,6 +20,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.clusters.components import Tuning
@@ -168,6 +169,22 @@ class RemovedApiWriter:
     managers: tuple[str, ...]  # the managedFields managers that wrote through it
 
 
+def stored_refusal(kubeconfig: Path, before: str, after: str) -> str | None:
+    """Why objects stored in a version `after` cannot read forbid the step, or None."""
+    kube = Kube.from_kubeconfig(kubeconfig)
+    try:
+        stranded = stored_in_dropped_versions(kube, before, after)
+    finally:
+        kube.close()
+    if not stranded:
+        return None
+    drop = storage_drops(before, after)[0]
+    return (
+        f"{len(stranded)} object(s) stored as {drop.group_version}, which {after} cannot read "
+        f"({drop.source}); delete them before the step: {', '.join(stranded[:5])}"
+    )
+
+
 def written_through(kube: Kube, removal: ApiRemoval) -> list[RemovedApiWriter]:
     """Objects whose managedFields record a write through `removal`'s version (each entry
     keeps the apiVersion its manager used), listed through the version that replaces it.
@@ -227,26 +244,18 @@ def upgrade(
     refusal = skew_refusal(before, to_minor, [to_minor if n in swapped else m for n, m in _kubelets(cluster)])
     if refusal:
         raise UpgradeRefused(refusal)
+    target = cluster.matrix.minor(to_minor)
+    profile = target.profile(cluster.profile.name)
+    stranded = stored_refusal(cluster.kubeconfig, before, to_minor)
+    if stranded:  # before anything is built: a step that cannot happen never asks for a build
+        raise UpgradeRefused(stranded)
     try:
         parts = kubelet_parts(cluster, to_minor) if swapped else None
     except HarnessError as err:
         raise UpgradeRefused(str(err)) from None
-    target = cluster.matrix.minor(to_minor)
-    profile = target.profile(cluster.profile.name)
     binary = ensure_controlplane(target)
     gates = known_gates(binary)
     validate_profile(target, profile, gates)
-    kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    try:
-        stranded = stored_in_dropped_versions(kube, before, to_minor)
-    finally:
-        kube.close()
-    if stranded:
-        drop = storage_drops(before, to_minor)[0]
-        raise UpgradeRefused(
-            f"{len(stranded)} object(s) stored as {drop.group_version}, which {to_minor} cannot read "
-            f"({drop.source}); delete them before the step: {', '.join(stranded[:5])}"
-        )
     started = time.monotonic()
     old = (cluster.minor, cluster.profile, cluster.binary, cluster.known_gates)
     cluster.use_control_plane(target, profile, binary, gates)
