@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts kind-engine kind-images upgradeparts lint unit e2e test run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: all venv controlplane nodeparts kind-engine kind-images upgradeparts parts lint unit e2e test test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -36,12 +36,9 @@ nodeparts: venv
 	$(BIN)/dra-harness controlplane build -k $(OLDEST_MINOR) --nodes-only
 
 # The kind path's engine where Docker is absent: Debian's dockerd (versions.toml [kind] engine_apt).
-ENGINE_APT := $(shell $(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("versions.toml", "rb"))["kind"]["engine_apt"]))')
 # kind itself goes into .venv/bin (where the provider finds it) at versions.toml's release.
-KIND_VERSION := $(shell $(PYTHON) -c 'import tomllib; print(tomllib.load(open("versions.toml", "rb"))["kind"]["version"])')
 kind-engine: nodeparts
-	@dpkg -s $(ENGINE_APT) >/dev/null 2>&1 || ($(APT_SUDO) apt-get update && $(APT_SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y $(ENGINE_APT))
-	@$(BIN)/kind version 2>/dev/null | grep -q ' $(KIND_VERSION) ' || GOBIN=$(abspath $(BIN)) go install sigs.k8s.io/kind@$(KIND_VERSION)
+	$(BIN)/dra-harness parts build kind
 
 # The local kind node image of a minor (make kind-images K8S=1.36): built from the modfile and
 # versions.toml's pins, cached by inputs (dra-harness kind images).
@@ -69,10 +66,25 @@ unit: venv
 e2e: controlplane
 	$(BIN)/pytest suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
-# The README's test command: lint, the harness's own tests, then the suites on the local cluster.
-# kind-images: the kind path's tests (tests/test_kind_cluster.py) run on the default cell too.
-test: lint controlplane nodeparts upgradeparts kind-images
-	$(BIN)/pytest tests suites $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
+# Every part `make test` needs (versions.toml [test]), Go builds one after another beside apt and
+# debootstrap, with a table of what each took; a part without a measured budget is refused.
+parts: venv
+	$(BIN)/dra-harness parts build test
+
+# The README's test command: lint, every part, then the harness's own tests and the suites on
+# the local cluster, in xdist workers (fixtures/scheduling.py keeps whole-cluster tests apart).
+# Each phase prints its time (.ci/phase).
+TEST_WORKERS ?= 4
+test: venv
+	@.ci/phase lint $(MAKE) --no-print-directory lint
+	@.ci/phase parts $(MAKE) --no-print-directory parts
+	@.ci/phase pytest $(BIN)/pytest tests suites -n $(TEST_WORKERS) $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
+
+# `make test` as on a new machine: a clean clone with empty caches (HOME, XDG_CACHE_HOME, GOCACHE,
+# GOMODCACHE in a temporary directory), then every part it built and how long each took against
+# versions.toml [budget]. Run it before resolving an issue that changes what is built.
+test-fresh:
+	bash .ci/fresh
 
 # The main job: the suites on the default cell, reports in reports/out/<run-id>/.
 run: controlplane
@@ -105,12 +117,8 @@ bench-scale: controlplane
 clean:
 	rm -rf reports/out .pytest_cache .mypy_cache .ruff_cache
 
-# Headless Chromium for the report rendering test (tests/e2e/test_report_renders.py).
-.PHONY: chromium matrix
 APT_SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
-chromium:
-	@test -x /usr/bin/chromium || ($(APT_SUDO) apt-get update && $(APT_SUDO) apt-get install -y chromium)
-test: chromium
+.PHONY: matrix
 
 # The matrix: cells (minor x personality x gate profile) in parallel, then the readiness report.
 # make matrix CELLS=1.37/nvidia-v0.4/dra-all JOBS=2   (default cells: harness/matrix.py DEFAULT_CELLS)

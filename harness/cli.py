@@ -1,6 +1,7 @@
 """dra-harness command line.
 
-    dra-harness versions                       the matrix in versions.toml
+    dra-harness versions                       the matrix in versions.toml, what is built here
+    dra-harness parts build test [--list]      what `make test` needs, built side by side, timed
     dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
         [--nodes]                              ... and the real nodes' kubelet, containerd, images
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
@@ -34,7 +35,7 @@ from harness.cli_cluster import Subparsers, add_cluster_parsers
 from harness.cli_qualify import add_qualify_parser
 from harness.cli_upgrade import add_upgrade_parser
 from harness.clusters.processes import exit_code, install_signal_teardown
-from harness.controlplane.build import ensure_controlplane, ensure_kwok
+from harness.controlplane.build import controlplane_built, ensure_controlplane, ensure_kwok
 from harness.errors import HarnessError, WaitTimeout
 from harness.outputs import check_output
 from harness.redaction import redact
@@ -46,12 +47,53 @@ RUN_WORKERS = 4
 
 
 def cmd_versions(_: argparse.Namespace) -> int:
+    """Each minor with what is built of it here (a cluster of an unbuilt minor builds first)."""
+    from harness.controlplane.buildlog import expected_seconds
+    from harness.controlplane.nodeparts import kubelet_built
+
     matrix = load_matrix()
     for minor in matrix.minors.values():
-        status = f"unavailable: {minor.unavailable}" if minor.unavailable else "available"
         default = " (default)" if minor.name == matrix.default_minor else ""
+        if minor.unavailable:
+            status = f"unavailable: {minor.unavailable}"
+        elif controlplane_built(minor):
+            status = "built" + (", kubelet built" if kubelet_built(minor) else ", kubelet not built")
+        else:
+            eta = expected_seconds(f"k8slocal {minor.name}", matrix)
+            how_long = f", a build of ~{eta / 60:.0f} min" if eta else ""
+            status = f"not built (`make controlplane K8S={minor.name}`{how_long})"
         print(f"{minor.name}{default}  {minor.kubernetes}  profiles={','.join(minor.profiles)}  {status}")
     return 0
+
+
+def cmd_parts_build(args: argparse.Namespace) -> int:
+    """`dra-harness parts build test`: every part of the set, two lanes side by side, a table."""
+    from harness.controlplane.parts import build_parts, check_budget, parts_for, render_outcomes
+
+    matrix = load_matrix()
+    parts = parts_for(args.set, matrix)
+    check_budget(parts, matrix)
+    if args.list:
+        print("\n".join(f"{p.name}  ({p.lane})" for p in parts))
+        return 0
+    outcomes = build_parts(parts)
+    print(render_outcomes(outcomes, matrix))
+    failed = [o for o in outcomes if o.error]
+    if failed:
+        raise HarnessError(
+            f"{len(failed)} part(s) failed: " + "; ".join(f"{o.part}: {o.error}" for o in failed)
+        )
+    return 0
+
+
+def cmd_parts_budget(args: argparse.Namespace) -> int:
+    from harness.controlplane.parts import budget_report
+
+    table, problems = budget_report(args.total_seconds, load_matrix())
+    print(table)
+    for problem in problems:
+        print(f"dra-harness: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def cmd_controlplane_build(args: argparse.Namespace) -> int:
@@ -162,6 +204,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--nodes-only", action="store_true", help="only the real nodes' parts (an older node's kubelet)"
     )
     build.set_defaults(func=cmd_controlplane_build)
+
+    parts = sub.add_parser("parts", help="what a command needs built").add_subparsers(
+        dest="action", required=True
+    )
+    pb = parts.add_parser("build", help="build a set of parts side by side and print what each took")
+    pb.add_argument(
+        "set", choices=("test", "kind"), help="test: what `make test` needs; kind: the kind engine"
+    )
+    pb.add_argument("--list", action="store_true", help="list the set's parts, build nothing")
+    pb.set_defaults(func=cmd_parts_build)
+    budget = parts.add_parser("budget", help="what this cache built, against versions.toml [budget]")
+    budget.add_argument(
+        "--total-seconds", type=nonnegative_int, default=0, help="the whole run's time, checked too"
+    )
+    budget.set_defaults(func=cmd_parts_budget)
 
     add_cluster_parsers(sub)
     _scan_parser(sub)

@@ -69,6 +69,34 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cluster_list(_: argparse.Namespace) -> int:
+    import time
+
+    from harness.clusters import named
+
+    clusters = named.stored()
+    if not clusters:
+        print(f"no clusters in {named.clusters_root()}")
+        return 0
+    print(f"{'NAME':<24}{'STATE':<10}{'KUBERNETES':<12}{'SIZE':>9}  LAST WRITTEN")
+    now = time.time()
+    for c in clusters:
+        age = (now - c.modified) / 3600
+        when = f"{age:.0f}h ago" if age < 48 else f"{age / 24:.0f}d ago"
+        state = "running" if c.running else "stopped"
+        print(f"{c.name:<24}{state:<10}{c.kubernetes or '-':<12}{c.size / 2**20:>7.0f}MB  {when}")
+    print("# `dra-harness cluster delete --name NAME` removes a stopped cluster's directory")
+    return 0
+
+
+def cmd_cluster_delete(args: argparse.Namespace) -> int:
+    from harness.clusters import named
+
+    freed = named.delete(args.name)
+    print(f"cluster {args.name!r} deleted: {freed / 2**20:.0f} MB freed")
+    return 0
+
+
 def cmd_kind_cleanup(args: argparse.Namespace) -> int:
     from harness.clusters.kind import cleanup_leftovers
 
@@ -106,6 +134,7 @@ def add_cluster_parsers(sub: Subparsers) -> None:
         ("down", cmd_cluster_down),
         ("status", cmd_cluster_status),
         ("upgrade", cmd_cluster_upgrade),
+        ("delete", cmd_cluster_delete),
     )
     for action, func in actions:
         p = cl.add_parser(action)
@@ -143,6 +172,9 @@ def add_cluster_parsers(sub: Subparsers) -> None:
         if action == "status":
             p.add_argument("--json", action="store_true", help="the supervisor's record (PIDs, kubeconfig)")
         p.set_defaults(func=func)
+    cl.add_parser("list", help="every named cluster's directory: running or stopped, its size").set_defaults(
+        func=cmd_cluster_list
+    )
     kind = sub.add_parser("kind", help="kind clusters and engines the harness left").add_subparsers(
         dest="action", required=True
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,14 @@ class Matrix:
     minors: dict[str, Minor]
     default_cells: tuple[str, ...] = ()  # <minor>/<personality>/<profile>, for `make matrix`
     nodes: NodeParts = NodeParts()
+    kind_engine_apt: tuple[str, ...] = ()
+    # [test]: what `make test` builds (harness.controlplane.parts) beside the default minor.
+    test_controlplanes: tuple[str, ...] = ()
+    test_kubelets: tuple[str, ...] = ()
+    test_apt: tuple[str, ...] = ()
+    # [budget]: each part's cold build seconds on this kind of machine (make test-fresh).
+    budget: dict[str, int] = field(default_factory=dict)
+    budget_minutes: int = 45
 
     def minor(self, name: str) -> Minor:
         name = name.removeprefix("v")
@@ -180,6 +188,36 @@ def _nodes(data: dict[str, Any], source: str) -> NodeParts:
     )
 
 
+def _names(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise VersionsError(f"{where} {key} must be a list of names")
+    return tuple(value)
+
+
+def _test_and_budget(data: dict[str, Any], source: str, minors: dict[str, Minor]) -> dict[str, Any]:
+    test = _table(data, "test", source, optional=True)
+    where = f"{source}: [test]"
+    fields: dict[str, Any] = {
+        "test_controlplanes": _names(test, "controlplanes", where),
+        "test_kubelets": _names(test, "kubelets", where),
+        "test_apt": _names(test, "apt", where),
+    }
+    for name in (*fields["test_controlplanes"], *fields["test_kubelets"]):
+        if name not in minors:
+            raise VersionsError(f"{where} names {name}, which [minors] does not define")
+    budget = dict(_table(data, "budget", source, optional=True))
+    minutes = budget.pop("total_minutes", 45)
+    seconds = budget.get("cold_seconds", {})
+    if not isinstance(seconds, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in seconds.values()
+    ):
+        raise VersionsError(f"{source}: [budget.cold_seconds] must map part names to whole seconds")
+    if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes <= 0:
+        raise VersionsError(f"{source}: [budget] total_minutes must be a positive whole number")
+    return fields | {"budget": dict(seconds), "budget_minutes": minutes}
+
+
 def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
     try:
         data = tomllib.loads(text)
@@ -205,6 +243,8 @@ def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
         minors=minors,
         default_cells=tuple(cells),
         nodes=_nodes(data, source),
+        kind_engine_apt=_names(kind, "engine_apt", f"{source}: [kind]"),
+        **_test_and_budget(data, source, minors),
     )
     try:
         default = matrix.minor(matrix.default_minor)

@@ -226,6 +226,62 @@ def down(name: str) -> bool:
     return was_running
 
 
+@dataclass(frozen=True)
+class StoredCluster:
+    """A name's directory under the cache, running or left by a stopped cluster."""
+
+    name: str
+    running: bool
+    kubernetes: str  # "" when no record says (a stopped cluster's record is removed)
+    size: int  # bytes on disk: etcd's data, logs, the PKI
+    modified: float  # the newest file's time (seconds since the epoch)
+
+
+def _usage(directory: Path) -> tuple[int, float]:
+    size, newest = 0, directory.stat().st_mtime
+    for path in directory.rglob("*"):
+        try:
+            stat = path.lstat()
+        except OSError:
+            continue  # removed meanwhile by the running cluster
+        size += stat.st_size
+        newest = max(newest, stat.st_mtime)
+    return size, newest
+
+
+def stored() -> list[StoredCluster]:
+    """Every named cluster's directory, by name: `dra-harness cluster list`."""
+    root = clusters_root()
+    found = []
+    for directory in sorted(root.iterdir()) if root.is_dir() else []:
+        if not directory.is_dir() or directory.is_symlink() or not _NAME.fullmatch(directory.name):
+            continue  # lock files, and anything not made by this module
+        record = read_record(directory)
+        alive = record is not None and record.supervisor.alive()
+        size, modified = _usage(directory)
+        found.append(
+            StoredCluster(directory.name, alive, record.kubernetes if record else "", size, modified)
+        )
+    return found
+
+
+def delete(name: str) -> int:
+    """Remove a stopped cluster's directory and lock file; the bytes freed. A running one is
+    refused (`cluster down` first): its components write there."""
+    directory = state_dir(name)
+    with locked(name):
+        if running(name) is not None:
+            raise HarnessError(f"cluster {name!r} is running: `dra-harness cluster down --name {name}` first")
+        if not directory.is_dir():
+            raise HarnessError(
+                f"no cluster {name!r} in {clusters_root()}; `dra-harness cluster list` shows them"
+            )
+        size, _ = _usage(directory)
+        shutil.rmtree(directory)  # state_dir() proved it is ours and under the cache
+    (clusters_root() / f"{name}.lock").unlink(missing_ok=True)
+    return size
+
+
 def _refuse_other_cell(record: ClusterRecord, minor: Minor, profile: GateProfile, explicit: bool) -> None:
     if explicit and (record.minor, record.profile) != (minor.name, profile.name):
         raise HarnessError(

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from harness.controlplane.buildlog import cache_root as cache_root
+from harness.controlplane.buildlog import expectation, expected_seconds
 from harness.errors import HarnessError
 from harness.versions import REPO_ROOT, Matrix, Minor, minor_number
 
@@ -30,11 +32,6 @@ CONTROLPLANE_DIR = REPO_ROOT / "controlplane"
 MAIN_PACKAGE = "./cmd/k8slocal"
 
 Progress = Callable[[str], None]
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "dra-harness"
 
 
 def modfile_path(minor: Minor) -> Path:
@@ -117,8 +114,11 @@ def _go_env() -> dict[str, str]:
     return env
 
 
-def _run_with_progress(cmd: list[str], total: int, label: str, cwd: Path, progress: Progress) -> None:
-    """Run `go build -v`, turning its one-line-per-package output into a progress line."""
+def _run_with_progress(
+    cmd: list[str], total: int, label: str, cwd: Path, progress: Progress, expected: float | None = None
+) -> None:
+    """Run `go build -v`, turning its one-line-per-package output into a progress line, with
+    the time left by the `expected` duration (measured here, or the budget) when there is one."""
     start = time.monotonic()
     built, next_report = 0, 0.0
     tail: list[str] = []
@@ -132,7 +132,8 @@ def _run_with_progress(cmd: list[str], total: int, label: str, cwd: Path, progre
             built += 1
         elapsed = time.monotonic() - start
         if elapsed >= next_report:
-            progress(f"{label}: {min(built, total)}/{total} packages, {elapsed:.0f}s")
+            left = f", ~{expected - elapsed:.0f}s left" if expected and expected > elapsed else ""
+            progress(f"{label}: {min(built, total)}/{total} packages, {elapsed:.0f}s{left}")
             next_report = elapsed + 15
     if proc.wait() != 0:
         raise HarnessError(f"{label} failed (exit {proc.returncode}):\n" + "\n".join(tail))
@@ -209,11 +210,20 @@ def ensure_built(binary: Path, digest: str, what: str, build: Callable[[], None]
 def _build_controlplane(minor: Minor, binary: Path, progress: Progress) -> None:
     mod = modfile_path(minor)
     modflag = f"-modfile={mod.relative_to(CONTROLPLANE_DIR)}"
-    progress(f"building k8slocal {minor.kubernetes} into {binary} (a cold build takes many minutes)")
-    go_build(modflag, MAIN_PACKAGE, binary, ldflags(minor), f"k8slocal {minor.kubernetes}", progress)
+    progress(f"building k8slocal {minor.kubernetes} into {binary} ({expectation(f'k8slocal {minor.name}')})")
+    label, part = f"k8slocal {minor.kubernetes}", f"k8slocal {minor.name}"
+    go_build(modflag, MAIN_PACKAGE, binary, ldflags(minor), label, progress, expected_seconds(part))
 
 
-def go_build(modflag: str, package: str, binary: Path, flags: str, label: str, progress: Progress) -> None:
+def go_build(
+    modflag: str,
+    package: str,
+    binary: Path,
+    flags: str,
+    label: str,
+    progress: Progress,
+    expected: float | None = None,
+) -> None:
     """`go build` one package of a minor's modules into `binary` (replaced atomically), with
     progress counted against the package's dependencies."""
     deps = subprocess.run(
@@ -229,7 +239,7 @@ def go_build(modflag: str, package: str, binary: Path, flags: str, label: str, p
     tmp = _temp_path(binary.parent, binary.name + ".")
     cmd = ["go", "build", modflag, "-trimpath", "-v", "-ldflags", flags, "-o", str(tmp), package]
     try:
-        _run_with_progress(cmd, len(deps.stdout.split()), label, CONTROLPLANE_DIR, progress)
+        _run_with_progress(cmd, len(deps.stdout.split()), label, CONTROLPLANE_DIR, progress, expected)
         tmp.replace(binary)
     finally:
         tmp.unlink(missing_ok=True)

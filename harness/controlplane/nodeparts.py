@@ -31,6 +31,7 @@ from harness.controlplane.build import (
     modfile_path,
     module_dir,
 )
+from harness.controlplane.buildlog import expectation, expected_seconds
 from harness.errors import HarnessError
 from harness.versions import Matrix, Minor
 
@@ -108,7 +109,9 @@ def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
         own = binary.with_name("kubelet.mod")
         shutil.copyfile(mod, own)
         shutil.copyfile(mod.with_suffix(".sum"), own.with_suffix(".sum"))
-        progress(f"building kubelet {minor.kubernetes} into {binary} (cold: ~5 min, warm: ~1 min)")
+        progress(
+            f"building kubelet {minor.kubernetes} into {binary} ({expectation(f'kubelet {minor.name}')})"
+        )
         go_build(
             f"-modfile={own}",
             KUBELET_PACKAGE,
@@ -116,6 +119,7 @@ def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
             ldflags(minor),
             f"kubelet {minor.kubernetes}",
             progress,
+            expected_seconds(f"kubelet {minor.name}"),
         )
         _stamp(binary, digest)
     return binary
@@ -149,7 +153,7 @@ def ensure_containerd(matrix: Matrix, progress: Progress = _stderr) -> Path:
         if _fresh(directory / "containerd", digest):
             return directory
         refs = [f"{n.containerd_module}/cmd/{c}@{n.containerd_version}" for c in CONTAINERD_COMMANDS]
-        progress(f"building containerd {n.containerd_version} into {directory} (cold: ~1.5 min)")
+        progress(f"building containerd {n.containerd_version} into {directory} ({expectation('containerd')})")
         env = _go_env() | {"GOBIN": str(directory)}
         start = time.monotonic()
         cmd = ["go", "install", "-trimpath", *(["-tags", n.containerd_tags] if n.containerd_tags else [])]
