@@ -61,13 +61,17 @@ def test_a_part_waits_for_the_parts_it_comes_after_and_each_lane_keeps_its_order
     lock = threading.Lock()
     gate = threading.Event()
 
+    def first_go(_: object) -> None:
+        _recorder(log, lock, "go 1")(None)
+        gate.set()
+
     def slow_apt(_: object) -> None:
         gate.wait(timeout=30)  # released by the cpu lane's first part: the lanes run side by side
         _recorder(log, lock, "apt")(None)
 
     plan = [
         parts.Part("apt", parts.IO, slow_apt),
-        parts.Part("go 1", parts.CPU, lambda p: (_recorder(log, lock, "go 1")(p), gate.set())),
+        parts.Part("go 1", parts.CPU, first_go),
         parts.Part("go 2", parts.CPU, _recorder(log, lock, "go 2")),
         parts.Part("image", parts.CPU, _recorder(log, lock, "image"), after=("apt",)),
         parts.Part("cached", parts.IO, _recorder(log, lock, "never"), built=lambda: True),
@@ -151,10 +155,11 @@ def test_versions_says_what_is_not_built_and_how_long_its_build_takes(tmp_path: 
 
 
 def test_versions_toml_refuses_a_test_minor_it_does_not_define() -> None:
-    text = (REPO_ROOT / "versions.toml").read_text().replace(
-        'controlplanes = ["1.37"', 'controlplanes = ["1.99", "1.37"'
+    text = (
+        (REPO_ROOT / "versions.toml")
+        .read_text()
+        .replace('controlplanes = ["1.37"', 'controlplanes = ["1.99", "1.37"')
     )
     with pytest.raises(HarnessError) as err:
         parse_matrix(text)
     assert str(err.value) == "versions.toml: [test] names 1.99, which [minors] does not define"
-
