@@ -60,3 +60,24 @@ def test_the_default_interval_writes_only_the_last_line_of_a_short_run(pytester:
 def test_a_negative_interval_writes_none(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TESTS)
     assert _lines(pytester.runpytest("-p", "no:pytest-kind", "--progress-interval=-1")) == []
+
+
+class _NoCache:
+    cache = None
+
+
+def test_the_eta_weighs_the_tests_left_by_their_measured_durations() -> None:
+    from fixtures.progress import Progress
+
+    progress = Progress(_NoCache(), "1.37/dra-all", 30.0)  # type: ignore[arg-type]
+    progress.total = 4
+    progress.ids = {"t::fast1", "t::fast2", "t::slow", "t::new"}
+    progress.measured = {"t::slow": 600.0, "t::fast2": 2.0}
+    progress.done = {"t::fast1"}
+    progress.took = {"t::fast1": 2.0}
+    # 2 test-seconds in 4 s elapsed: half speed. Left: 600 + 2 + 2 (the mean, never measured).
+    assert progress.eta(4.0) == (600.0 + 2.0 + 2.0) / 0.5
+    progress.measured = {}  # nothing measured: the count of tests left at this run's pace
+    assert progress.eta(4.0) == 3 * 2.0 / 0.5
+    progress.done = set(progress.ids)
+    assert progress.eta(4.0) is None
