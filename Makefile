@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts kind-engine kind-images upgradeparts parts lint unit e2e test test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: all venv controlplane nodeparts kind-engine kind-images upgradeparts parts lint unit e2e test test-minors test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -79,6 +79,12 @@ test: venv
 	@.ci/phase lint $(MAKE) --no-print-directory lint
 	@.ci/phase parts $(MAKE) --no-print-directory parts
 	@.ci/phase pytest $(BIN)/pytest tests suites -n $(TEST_WORKERS) $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
+
+# The checks of every minor `make test` leaves to this target (a control plane of each: ~5 cold
+# minutes a minor): the deploy manifests on each minor's API server and the kind configs' gates.
+test-minors: venv
+	$(BIN)/dra-harness controlplane build -k all
+	$(BIN)/pytest --every-minor suites/deploy tests/test_kind_config.py $(PYTEST_ARGS)
 
 # `make test` as on a new machine: a clean clone with empty caches (HOME, XDG_CACHE_HOME, GOCACHE,
 # GOMODCACHE in a temporary directory), then every part it built and how long each took against

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fixtures.options import minors_to_check
 from fixtures.requirements import provider_unmet, skip
 from harness import builders as b
 from harness.clusters.base import Cell, Cluster
@@ -55,7 +56,14 @@ def ok(out: subprocess.CompletedProcess[str]) -> str:
     return out.stdout
 
 
-@pytest.fixture(scope="module", params=sorted(load_matrix().minors))
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every minor `make test` builds (`--every-minor`: all of versions.toml; make test-minors)."""
+    if "target" in metafunc.fixturenames:
+        minors = minors_to_check(metafunc.config)
+        metafunc.parametrize("target", minors, indirect=True, scope="module", ids=minors)
+
+
+@pytest.fixture(scope="module")
 def target(
     request: pytest.FixtureRequest, cluster: Cluster, cell: Cell, tmp_path_factory: Any
 ) -> Iterator[Path]:
