@@ -103,9 +103,18 @@ def _lacks_cap_sys_resource() -> bool:
     return not int(bounding.split()[1], 16) & (1 << 24)  # CAP_SYS_RESOURCE is 24 (linux/capability.h)
 
 
+@pytest.fixture
+def quiet_host() -> dict[str, object]:
+    """The host before the test; the name puts the test in xdist's quiet-host group
+    (fixtures/scheduling.py), after every real-node module of the run."""
+    return quiet_host_snapshot()
+
+
 @pytest.mark.usefixtures("can_start")
-def test_engine_runs_privileged_containers_and_leaves_the_host_as_it_was() -> None:
-    before = quiet_host_snapshot()
+def test_engine_runs_privileged_containers_and_leaves_the_host_as_it_was(
+    quiet_host: dict[str, object],
+) -> None:
+    before = quiet_host
     e = Engine()
     try:
         e.start()
@@ -134,8 +143,8 @@ def test_engine_runs_privileged_containers_and_leaves_the_host_as_it_was() -> No
 
 
 @pytest.mark.usefixtures("can_start")
-def test_engine_of_a_killed_owner_is_given_back(tmp_path: Path) -> None:
-    before = quiet_host_snapshot()
+def test_engine_of_a_killed_owner_is_given_back(tmp_path: Path, quiet_host: dict[str, object]) -> None:
+    before = quiet_host
     script = (
         "import signal; from harness.clusters.engine import Engine, docker, PROBE_IMAGE\n"
         "e = Engine().start()\n"
