@@ -174,13 +174,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pool", action="append", type=StandinPool.parse, default=[], help="name:count:gpus[:mig]"
     )
     args = ap.parse_args(argv)
+    if args.action == "up" and not args.pool:
+        ap.error("up needs at least one --pool name:count:gpus[:static|dynamic]")
     # The CLI's error path: one redacted line and exit 1, an interrupt 128+N, no traceback.
     return one_line_errors(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        device_classes(args.driver_name, args.personality)  # an unknown personality: before connecting
+        # An unknown personality or a bad pool: refused before the cluster is asked.
+        device_classes(args.driver_name, args.personality)
+        if args.action == "up":
+            _fleet(args.pool, node_pools(args.pool, args.driver_name), args.personality)
         kube = Kube.from_kubeconfig(args.kubeconfig)
         try:
             if args.action == "up":
