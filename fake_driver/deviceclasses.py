@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fake_driver.ownership import owner_labels
 from fake_driver.personalities import Personality
 from fake_driver.profiles import GpuProfile
 
@@ -19,7 +20,7 @@ def _class(p: Personality, name: str, expression: str, extended_resource: str | 
     return {
         "apiVersion": p.resource_api_version,
         "kind": "DeviceClass",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": owner_labels()},
         "spec": spec,
     }
 

@@ -54,6 +54,18 @@ class InstallRefusedError(FakeDriverError):
     """Installer guard, like the NVIDIA chart's templates/validation.yaml."""
 
 
+class ForeignObjectError(InstallRefusedError):
+    """An object of the name we install exists and is not ours (fake_driver.ownership)."""
+
+    exit_code = 1
+
+
+class InUseError(FakeDriverError):
+    """Another live process serves what this one would take over (a kubelet plugin's sockets)."""
+
+    exit_code = 1
+
+
 class NodeNotFoundError(FakeDriverError):
     pass
 

@@ -16,6 +16,7 @@ from fake_driver.errors import FakeDriverError, InstallRefusedError
 from fake_driver.fleet import Fleet
 from fake_driver.kube import ApiError, Obj, as_rest
 from fake_driver.legacy import LEGACY_RESOURCE, advertising_nodes
+from fake_driver.ownership import check_not_foreign, is_owned
 from fake_driver.personalities import Personality
 from fake_driver.profiles import GpuProfile
 
@@ -55,7 +56,9 @@ def install(
     mig_profile_classes: GpuProfile | None = None,
     example_extended_resource: str | None = None,
 ) -> list[str]:
-    """Apply the DeviceClasses (create or replace). Returns their names.
+    """Apply the DeviceClasses (create, or replace our own). Returns their names. Refuses
+    (ForeignObjectError, nothing written) when a class of one of the names exists without the
+    owner label: a real driver's, which must not be replaced.
 
     The guard looks at the fleet's nodes of this driver, or at every node without a fleet.
     """
@@ -65,21 +68,21 @@ def install(
     rest = as_rest(api_client)
     group, version = p.api_group_version
     base = f"/apis/{group}/{version}/deviceclasses"
-    names: list[str] = []
-    for dc in render_device_classes(
+    bodies = render_device_classes(
         p,
         compute_domains=compute_domains,
         mig_profile_classes=mig_profile_classes,
         example_extended_resource=example_extended_resource,
-    ):
-        name = dc["metadata"]["name"]
-        _apply(rest, base, name, dc)
-        names.append(name)
-    return names
+    )
+    # Every name checked before the first write: a refusal changes nothing.
+    current = {dc["metadata"]["name"]: rest.get(f"{base}/{dc['metadata']['name']}") for dc in bodies}
+    check_not_foreign(("DeviceClass", name, obj) for name, obj in current.items())
+    for dc in bodies:
+        _apply(rest, base, dc["metadata"]["name"], dc, current[dc["metadata"]["name"]])
+    return [dc["metadata"]["name"] for dc in bodies]
 
 
-def _apply(rest: Any, base: str, name: str, body: Obj) -> None:
-    current = rest.get(f"{base}/{name}")
+def _apply(rest: Any, base: str, name: str, body: Obj, current: Obj | None) -> None:
     try:
         if current is None:
             rest.create(base, body)
@@ -90,8 +93,15 @@ def _apply(rest: Any, base: str, name: str, body: Obj) -> None:
         raise FakeDriverError(f"DeviceClass {name} rejected: {e}") from None
 
 
-def uninstall(api_client: Any, p: Personality, **kw: Any) -> None:
+def uninstall(api_client: Any, p: Personality, **kw: Any) -> list[str]:
+    """Deletes the personality's classes that we installed (the owner label); a class of the
+    same name without it is someone else's and stays. Returns the names deleted."""
     rest = as_rest(api_client)
     group, version = p.api_group_version
+    deleted = []
     for dc in render_device_classes(p, **kw):
-        rest.delete(f"/apis/{group}/{version}/deviceclasses/{dc['metadata']['name']}")
+        path = f"/apis/{group}/{version}/deviceclasses/{dc['metadata']['name']}"
+        if is_owned(rest.get(path)):
+            rest.delete(path)
+            deleted.append(dc["metadata"]["name"])
+    return deleted

@@ -14,7 +14,8 @@ Behaviour, per node (pool name = node name):
 - generation starts above any generation found on the server and is bumped on every change;
   an unchanged pool is left alone (restart-safe: existing slices are matched and updated in
   place, never duplicated);
-- every slice has ``ownerReferences`` to the Node (controller: true);
+- every slice has ``ownerReferences`` to the Node (controller: true) and the owner label
+  (fake_driver.ownership); slices without it (a real driver's) are never touched;
 - before writing, every create/update is sent with ``dryRun=All``; a rejection raises
   PublishError naming the field and nothing is written. A field the server silently drops
   (feature gate off) is reported the same way unless ``on_dropped_fields="ignore"``. If a real
@@ -41,6 +42,7 @@ from fake_driver.errors import NodeNotFoundError, PublishError
 from fake_driver.faultstate import FAULTS_ANNOTATION, NodeFaults
 from fake_driver.fleet import Fleet, NodeSpec
 from fake_driver.kube import ApiError, Obj, Rest, as_rest
+from fake_driver.ownership import OWNED_SELECTOR
 from fake_driver.personalities import Personality
 from fake_driver.slices import RenderedPool, render_node
 
@@ -281,8 +283,10 @@ class Publisher:
         self.rest.delete(slices_path(p, s["metadata"]["name"]))
 
     def _list_slices(self, p: Personality, node: str | None = None) -> list[Obj]:
+        """Only slices we published (the owner label): a real driver's slices of the same driver
+        name, on the same nodes, are never updated or deleted (fake_driver.ownership)."""
         sel = f"spec.driver={p.driver}" + (f",spec.nodeName={node}" if node else "")
-        return self.rest.list(slices_path(p), {"fieldSelector": sel})
+        return self.rest.list(slices_path(p), {"fieldSelector": sel, "labelSelector": OWNED_SELECTOR})
 
 
 # --- helpers (pure) ------------------------------------------------------------------------

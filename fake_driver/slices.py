@@ -21,6 +21,7 @@ from fake_driver.example_devices import example_gpu
 from fake_driver.faultstate import NO_FAULTS, NodeFaults
 from fake_driver.fleet import NodeSpec, Pool
 from fake_driver.nvidia_devices import render_nvidia_gpu
+from fake_driver.ownership import owner_labels
 from fake_driver.personalities import DYNAMIC_MIG_HEALTH_REFUSAL, Personality, health_taint
 
 __all__ = ["DeviceRecord", "PhysicalGpu", "RenderedPool", "device_names", "physical_gpus", "render_node"]
@@ -193,7 +194,7 @@ def _envelopes(
         if devs or counters is None:
             # From 1.35 a counters-only slice must not carry devices at all.
             spec["devices"] = list(devs)
-        meta: Obj = {"generateName": generate_name(p, node.name, k)}
+        meta: Obj = {"generateName": generate_name(p, node.name, k), "labels": owner_labels()}
         if node_uid is not None:
             meta["ownerReferences"] = [
                 {"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": node_uid, "controller": True}

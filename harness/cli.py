@@ -25,7 +25,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_int
@@ -310,17 +310,22 @@ def _main(argv: list[str]) -> int:
     args.pytest_args = argv[split + 1 :]
     if args.pytest_args and args.command not in ("run", "matrix"):
         parser.error(f"{args.command} takes no arguments after --; only run and matrix pass them to pytest")
+    return one_line_errors(lambda: int(args.func(args)))
+
+
+def one_line_errors(command: Callable[[], int], prog: str = "dra-harness") -> int:
+    """Run a command as the CLI runs its subcommands (`python -m harness.qualify.standin` too):
+    a HarnessError or WaitTimeout is one redacted line and exit 1, an interrupt exits 128+N."""
     install_signal_teardown()  # SIGTERM (a CI cancel) unwinds like Ctrl-C: nothing is left running
     try:
-        code: int = args.func(args)
+        return command()
     except (HarnessError, WaitTimeout) as err:  # a bounded wait's name and last state, no traceback
         # e.g. a server's error body: it may echo the request's credentials back
-        print(f"dra-harness: {redact(str(err))}", file=sys.stderr)
+        print(f"{prog}: {redact(str(err))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as stop:
-        print("dra-harness: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return exit_code(stop)
-    return code
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ readiness report of the cell: readiness.html/.md/.json)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from fake_driver.ownership import RUN_ENV
 from harness.cells import Cell
 from harness.clusters.processes import run_child
 from harness.errors import HarnessError
@@ -42,6 +44,7 @@ def run_suites(minor: str | None, profile: str | None, paths: Sequence[str], ext
     print(
         f"dra-harness run {run_id}: Kubernetes {cell_minor.kubernetes}, gates {cell_profile.name}", flush=True
     )
+    os.environ[RUN_ENV] = run_id  # what the run creates on the cluster carries its id (owner labels)
     code = run_child(cmd, cwd=REPO_ROOT)  # SIGTERM/Ctrl-C: forwarded, pytest tears down, then we exit
     if (out / "summary.json").exists():  # the readiness report of this one cell
         from harness.readiness import write_report

@@ -23,6 +23,7 @@ PROGRAMS = {
     "fake_driver": ["-m", "fake_driver"],
     "kubeletplugin": ["-m", "fake_driver.kubeletplugin"],
     "deviceplugin": ["-m", "fake_driver.deviceplugin"],
+    "standin": ["-m", "harness.qualify.standin"],
     "pytest": ["-m", "pytest", "-p", "no:cacheprovider", "suites/smoke"],
 }
 # `go` on the row's PATH: records that it was called, builds nothing.

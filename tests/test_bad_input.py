@@ -20,6 +20,7 @@ from harness.layout import REPORTS
 from tests.badinput import SUMMARY, Outcome, Row, files, run_row, summary, versions
 from tests.badinput_fake_driver import FAKE_DRIVER, NOT_A_DIR, PLUGINS, F
 from tests.badinput_lifecycle import LIFECYCLE
+from tests.badinput_standin import STANDIN_ROWS
 from tests.badinput_upgrade import CLUSTER_UPGRADE, UPGRADE
 
 SKIPPED_FOR_WEATHER = (SUMMARY % ("1.37", "skipped", "1.0")).replace(
@@ -286,6 +287,7 @@ ROWS = [
     *LIFECYCLE,
     *UPGRADE,
     *CLUSTER_UPGRADE,
+    *STANDIN_ROWS,
 ]
 BY_ID = {row.id: row for row in ROWS}
 

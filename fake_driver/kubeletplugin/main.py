@@ -39,6 +39,7 @@ from fake_driver.kubeletplugin.server import (
     DEFAULT_REGISTRY_DIR,
     DEFAULT_SUPPORTED_VERSIONS,
     PluginServer,
+    claim_sockets,
     socket_paths,
 )
 from fake_driver.paths import socket_problem, unwritable
@@ -158,36 +159,37 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
     node = resolve_node(fleet, args.node_name, label_pool, args.pool)
     driver = node.pool.personality.driver
     instance = args.rolling_update_uid or ""
-    check_sockets(*socket_paths(args.registry_dir, args.plugins_dir, driver, instance))
-    plugin = KubeletPlugin(
-        node,
-        apilimits.parse_minor(minor),
-        claims,
-        plugin_dir=args.plugins_dir / driver,
-        cdi_root=args.cdi_root,
-        faults_file=args.faults_file,
-        shared=bool(instance),
-        status=status,
-    )
-    publisher = None
-    if api is not None and not args.no_publish:
-        from fake_driver.publisher import Publisher
+    # Held until the sockets are gone: a second plugin on the same directories is refused.
+    with claim_sockets(*socket_paths(args.registry_dir, args.plugins_dir, driver, instance)):
+        plugin = KubeletPlugin(
+            node,
+            apilimits.parse_minor(minor),
+            claims,
+            plugin_dir=args.plugins_dir / driver,
+            cdi_root=args.cdi_root,
+            faults_file=args.faults_file,
+            shared=bool(instance),
+            status=status,
+        )
+        publisher = None
+        if api is not None and not args.no_publish:
+            from fake_driver.publisher import Publisher
 
-        publisher = Publisher(api, Fleet((node.pool,)), minor)
-        result = publisher.publish_node(node.name)
-        print(f"{node.name}\t{result.action}\tgeneration={result.generation}\tslices={result.slices}")
-    stop = stop or threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    with PluginServer(
-        plugin,
-        registry_dir=args.registry_dir,
-        plugins_dir=args.plugins_dir,
-        supported_versions=versions,
-        instance=instance,
-    ) as server:
-        print(f"serving {server.dra_socket} (registration {server.registration_socket})", flush=True)
-        keep_published(publisher, node.name, stop, args.republish_interval)
+            publisher = Publisher(api, Fleet((node.pool,)), minor)
+            result = publisher.publish_node(node.name)
+            print(f"{node.name}\t{result.action}\tgeneration={result.generation}\tslices={result.slices}")
+        stop = stop or threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        with PluginServer(
+            plugin,
+            registry_dir=args.registry_dir,
+            plugins_dir=args.plugins_dir,
+            supported_versions=versions,
+            instance=instance,
+        ) as server:
+            print(f"serving {server.dra_socket} (registration {server.registration_socket})", flush=True)
+            keep_published(publisher, node.name, stop, args.republish_interval)
     return 0
 
 

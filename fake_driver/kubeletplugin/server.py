@@ -19,10 +19,14 @@ registration socket can always reach the endpoint it is given.
 from __future__ import annotations
 
 import base64
+import contextlib
+import fcntl
 import hashlib
+import os
+import socket as sockets
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +43,9 @@ from fake_driver._generated import (
     pluginregistration_v1_pb2,
     pluginregistration_v1_pb2_grpc,
 )
+from fake_driver.errors import FakeDriverError, InUseError
 from fake_driver.kubeletplugin.plugin import ClaimRef, ClaimResult, InjectedGrpcError, KubeletPlugin
+from fake_driver.paths import socket_problem
 
 DEFAULT_REGISTRY_DIR = Path("/var/lib/kubelet/plugins_registry")
 DEFAULT_PLUGINS_DIR = Path("/var/lib/kubelet/plugins")
@@ -151,6 +157,57 @@ class _RegistrationService:
         self.statuses.append(RegistrationStatus(request.plugin_registered, request.error))
         self.notified.set()
         return pluginregistration_v1_pb2.RegistrationStatusResponse()
+
+
+def served(path: Path) -> bool:
+    """Does a live process accept connections on the unix socket at `path`? (A stale socket
+    file of a process that died refuses them.)"""
+    if not path.is_socket():
+        return False
+    with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as probe:
+        probe.settimeout(2.0)
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        except OSError:  # a full backlog or a slow accept: somebody is there
+            return True
+    return True
+
+
+def _in_use(path: Path) -> InUseError:
+    return InUseError(
+        f"{path} is served by another live kubelet plugin; stop it first, or give this one other "
+        "--registry-dir/--plugins-dir (or a --rolling-update-uid of its own)"
+    )
+
+
+@contextlib.contextmanager
+def claim_sockets(dra: Path, registration: Path) -> Iterator[None]:
+    """Hold this instance's sockets: refused with one line (InUseError) when another live
+    process serves either of them, instead of unlinking its sockets from under it. A lock
+    file beside the DRA socket, held while the claim lasts, settles two that start at once."""
+    for path in (dra, registration):
+        problem = socket_problem(path)
+        if problem:
+            raise FakeDriverError(problem)
+    dra.parent.mkdir(parents=True, exist_ok=True)
+    lock = dra.parent / f".{dra.name}.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(dra) from None
+        try:
+            for path in (dra, registration):
+                if served(path):  # another driver's plugin (or an instance without the lock)
+                    raise _in_use(path)
+            yield
+        finally:
+            lock.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
 
 
 class PluginServer:

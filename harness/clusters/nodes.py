@@ -3,10 +3,12 @@ whose bound pods it moves to Running (and to Succeeded/Failed on request)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from harness.kube import Kube, Obj
+from fake_driver.ownership import is_owned, owner_labels
+from harness.kube import Kube, NotFoundError, Obj
 from harness.waits import TIMEOUTS, wait_for
 
 POOL_LABEL = "dra-harness.io/pool"
@@ -42,6 +44,7 @@ def node_manifest(pool: NodePool, name: str) -> Obj:
                 "kubernetes.io/arch": "amd64",
                 "type": "kwok",
                 POOL_LABEL: pool.name,
+                **owner_labels(),
                 **pool.labels,
             },
             "annotations": {KWOK_ANNOTATION: KWOK_VALUE},
@@ -79,5 +82,9 @@ def create_pool(kube: Kube, pool: NodePool, *, wait_ready: bool = True) -> list[
 
 
 def delete_pool(kube: Kube, pool: NodePool) -> None:
+    """Deletes the pool's nodes that we created (the owner label): a node of the same name
+    on an existing cluster that is not ours stays."""
     for name in pool.node_names():
-        kube.delete("v1", "Node", name)
+        with contextlib.suppress(NotFoundError):
+            if is_owned(kube.get("v1", "Node", name)):
+                kube.delete("v1", "Node", name)

@@ -15,7 +15,6 @@ suites can recognise the fake driver by name.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -23,13 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from fake_driver.apilimits import parse_minor
+from fake_driver.cliargs import OneLineParser, nonempty
 from fake_driver.deviceclasses import render_device_classes
+from fake_driver.errors import FakeDriverError
 from fake_driver.fleet import Fleet, fleet_from_dict
+from fake_driver.kube import as_rest
+from fake_driver.ownership import OWNED_SELECTOR, check_not_foreign, is_owned
 from fake_driver.personalities import get_personality
 from fake_driver.slices import render_node
+from harness.cli import one_line_errors
 from harness.clusters.nodes import NodePool, create_pool
 from harness.errors import HarnessError
-from harness.kube import ConflictError, Kube, Obj
+from harness.kube import API_ERRORS, Kube, Obj
 
 STANDIN_LABEL = "dra-harness.io/standin-driver"
 DEFAULT_PERSONALITY = "nvidia-v0.4"
@@ -51,7 +55,10 @@ class StandinPool:
         try:
             if len(parts) not in (3, 4) or (parts[3:] and parts[3] not in ("static", "dynamic")):
                 raise ValueError
-            return cls(parts[0], int(parts[1]), int(parts[2]), parts[3] if parts[3:] else None)
+            pool = cls(parts[0], int(parts[1]), int(parts[2]), parts[3] if parts[3:] else None)
+            if pool.count < 1 or pool.gpus < 1:
+                raise ValueError
+            return pool
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"pool {text!r}: expected name:count:gpus[:static|dynamic]"
@@ -103,58 +110,96 @@ def device_classes(driver_name: str, personality: str = DEFAULT_PERSONALITY) -> 
 def install(
     kube: Kube, pools: Sequence[StandinPool], driver_name: str, *, personality: str = DEFAULT_PERSONALITY
 ) -> list[str]:
-    """Creates the nodes (kwok), their slices and the classes; returns the node names."""
+    """Creates the nodes (kwok), their slices and the classes; returns the node names. Checks
+    first, writing nothing on a refusal: a node or class of these names that we did not
+    create (no owner label) is someone else's; an existing stand-in node means `down` first."""
     p = get_personality(personality)
-    major, minor = kube.server_version()
     nodes = node_pools(pools, driver_name)
-    fleet = _fleet(pools, nodes, personality)
-    names: list[str] = []
+    fleet = _fleet(pools, nodes, personality)  # a bad pool is refused before the cluster is asked
+    classes = device_classes(driver_name, personality)
+    rest = as_rest(kube.api_client)
+    names = [n for pool in nodes for n in pool.node_names()]
+    current = {n: rest.get(f"/api/v1/nodes/{n}") for n in names}
+    check_not_foreign(("Node", n, obj) for n, obj in current.items())
+    present = {dc["metadata"]["name"]: rest.get(_class_path(dc)) for dc in classes}
+    check_not_foreign(("DeviceClass", n, obj) for n, obj in present.items())
+    up = [n for n, obj in current.items() if obj is not None]
+    if up:
+        raise HarnessError(f"node {up[0]} of a stand-in pool is up already; run `down` first")
+    major, minor = kube.server_version()
     for pool in nodes:
-        names += create_pool(kube, pool)
+        create_pool(kube, pool)
     for name in names:
         uid = kube.get("v1", "Node", name)["metadata"]["uid"]
         for s in render_node(fleet.node(name), parse_minor(f"{major}.{minor}"), node_uid=uid).slices:
             kube.create(renamed(s, p.driver, driver_name))
-    for dc in device_classes(driver_name, personality):
-        with contextlib.suppress(ConflictError):  # a second `up` adds pools to the same driver
+    for dc in classes:
+        if present[dc["metadata"]["name"]] is None:  # a second `up` adds pools to the same driver
             kube.create(dc)
     return names
 
 
-def uninstall(kube: Kube, driver_name: str, *, personality: str = DEFAULT_PERSONALITY) -> None:
-    """Removes what `install` made for `driver_name`: classes, slices, nodes."""
-    for dc in device_classes(driver_name, personality):
-        kube.delete(dc["apiVersion"], "DeviceClass", dc["metadata"]["name"])
-    api = device_classes(driver_name, personality)[0]["apiVersion"]
-    for s in kube.list(api, "ResourceSlice"):
-        if s["spec"]["driver"] == driver_name:
-            kube.delete(api, "ResourceSlice", s["metadata"]["name"])
-    for n in kube.list("v1", "Node", label_selector=f"{STANDIN_LABEL}={driver_name}"):
-        kube.delete("v1", "Node", n["metadata"]["name"])
+def _class_path(dc: Obj) -> str:
+    return f"/apis/{dc['apiVersion']}/deviceclasses/{dc['metadata']['name']}"
+
+
+def uninstall(kube: Kube, driver_name: str, *, personality: str = DEFAULT_PERSONALITY) -> list[str]:
+    """Removes what `install` made for `driver_name` (classes, slices, nodes), and only that:
+    objects without the owner label stay, whatever their name or driver. Returns what went."""
+    rest = as_rest(kube.api_client)
+    classes = device_classes(driver_name, personality)
+    gone: list[str] = []
+    for dc in classes:
+        if is_owned(rest.get(_class_path(dc))):
+            rest.delete(_class_path(dc))
+            gone.append(f"DeviceClass {dc['metadata']['name']}")
+    slices = f"/apis/{classes[0]['apiVersion']}/resourceslices"
+    mine = {"fieldSelector": f"spec.driver={driver_name}", "labelSelector": OWNED_SELECTOR}
+    for s in rest.list(slices, mine):
+        rest.delete(f"{slices}/{s['metadata']['name']}")
+        gone.append(f"ResourceSlice {s['metadata']['name']}")
+    for n in rest.list("/api/v1/nodes", {"labelSelector": f"{STANDIN_LABEL}={driver_name},{OWNED_SELECTOR}"}):
+        rest.delete(f"/api/v1/nodes/{n['metadata']['name']}")
+        gone.append(f"Node {n['metadata']['name']}")
+    return gone
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.qualify.standin", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m harness.qualify.standin", description=__doc__.split("\n")[0])
     ap.add_argument("action", choices=("up", "down"))
-    ap.add_argument("--kubeconfig", required=True)
-    ap.add_argument("--driver-name", required=True)
+    ap.add_argument("--kubeconfig", required=True, type=nonempty)
+    ap.add_argument("--driver-name", required=True, type=nonempty)
     ap.add_argument("--personality", default=DEFAULT_PERSONALITY)
     ap.add_argument(
         "--pool", action="append", type=StandinPool.parse, default=[], help="name:count:gpus[:mig]"
     )
     args = ap.parse_args(argv)
-    kube = Kube.from_kubeconfig(args.kubeconfig)
+    if args.action == "up" and not args.pool:
+        ap.error("up needs at least one --pool name:count:gpus[:static|dynamic]")
+    # The CLI's error path: one redacted line and exit 1, an interrupt 128+N, no traceback.
+    return one_line_errors(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
+        # An unknown personality or a bad pool: refused before the cluster is asked.
+        device_classes(args.driver_name, args.personality)
         if args.action == "up":
-            nodes = install(kube, args.pool, args.driver_name, personality=args.personality)
-            print(f"stand-in driver {args.driver_name} on {', '.join(nodes)}")
-        else:
-            uninstall(kube, args.driver_name, personality=args.personality)
-    except HarnessError as err:
-        print(f"standin: {err}", file=sys.stderr)
-        return 1
-    finally:
-        kube.close()
+            _fleet(args.pool, node_pools(args.pool, args.driver_name), args.personality)
+        kube = Kube.from_kubeconfig(args.kubeconfig)
+        try:
+            if args.action == "up":
+                nodes = install(kube, args.pool, args.driver_name, personality=args.personality)
+                print(f"stand-in driver {args.driver_name} on {', '.join(nodes)}")
+            else:
+                gone = uninstall(kube, args.driver_name, personality=args.personality)
+                print(f"stand-in driver {args.driver_name}: removed {len(gone)} objects")
+        except API_ERRORS as err:
+            raise kube.failure(err) from None
+        finally:
+            kube.close()
+    except FakeDriverError as err:  # a bad pool, personality or kubeconfig; a refusal; 401
+        raise HarnessError(str(err)) from None
     return 0
 
 

@@ -75,6 +75,66 @@ def test_plugin_process_serves_until_sigterm_and_removes_its_sockets(root: Path)
     assert (root / "cdi" / "k8s.gpu.nvidia.com-claim_u1.json").exists()
 
 
+def _plugin_cmd(root: Path) -> list[str]:
+    cmd = [sys.executable, "-m", "fake_driver.kubeletplugin", "--node-name", "worker-a"]
+    cmd += [
+        "--fleet",
+        str(root / "fleet.yaml"),
+        "--claims-file",
+        str(root / "claims.json"),
+        "--minor",
+        "1.36",
+    ]
+    cmd += ["--registry-dir", str(root / "reg"), "--plugins-dir", str(root / "plugins")]
+    return [*cmd, "--cdi-root", str(root / "cdi")]
+
+
+def test_a_second_plugin_on_the_same_directories_is_refused_and_the_first_keeps_serving(root: Path) -> None:
+    """Issue 41: the second used to unlink the first one's live sockets and serve in its place."""
+    (root / "fleet.yaml").write_text(FLEET)
+    (root / "claims.json").write_text("[]")
+    reg_sock = root / "reg" / "gpu.nvidia.com-reg.sock"
+    dra_sock = root / "plugins" / "gpu.nvidia.com" / "dra.sock"
+    first = subprocess.Popen(
+        _plugin_cmd(root), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(lambda: reg_sock.is_socket() or first.poll() is not None, timeout=30, describe="reg socket")
+        assert first.poll() is None, first.communicate()
+        before = (reg_sock.stat().st_ino, dra_sock.stat().st_ino)
+        second = subprocess.run(_plugin_cmd(root), cwd=REPO_ROOT, capture_output=True, text=True, timeout=30)
+        assert (second.returncode, second.stderr, second.stdout) == (
+            1,
+            f"fake_driver.kubeletplugin: error: {dra_sock} is served by another live kubelet plugin; "
+            "stop it first, or give this one other --registry-dir/--plugins-dir "
+            "(or a --rolling-update-uid of its own)\n",
+            "",
+        )
+        assert (reg_sock.stat().st_ino, dra_sock.stat().st_ino) == before  # not unlinked, not rebound
+        with channel(reg_sock) as ch:
+            info = registration_stub(ch).GetInfo(pluginregistration_v1_pb2.InfoRequest(), timeout=10)
+        assert info.endpoint == str(dra_sock)
+        with channel(dra_sock) as ch:
+            resp = dra_stub(ch).NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(), timeout=10)
+        assert dict(resp.claims) == {}
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGTERM)
+        _, err = first.communicate(timeout=30)
+    assert first.returncode == 0, err
+    # Gone with the first, the directories take a new plugin: a stale lock or socket refuses none.
+    third = subprocess.Popen(
+        _plugin_cmd(root), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(lambda: reg_sock.is_socket() or third.poll() is not None, timeout=30, describe="reg socket")
+        assert third.poll() is None, third.communicate()
+    finally:
+        third.send_signal(signal.SIGTERM)
+        third.communicate(timeout=30)
+    assert third.returncode == 0
+
+
 def test_missing_node_name_is_one_line(root: Path) -> None:
     (root / "fleet.yaml").write_text(FLEET)
     out = subprocess.run(
