@@ -25,7 +25,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_int
@@ -34,11 +34,10 @@ from harness.cli_bench import add_bench_curve_parser, add_bench_parser
 from harness.cli_cluster import Subparsers, add_cluster_parsers
 from harness.cli_qualify import add_qualify_parser
 from harness.cli_upgrade import add_upgrade_parser
-from harness.clusters.processes import exit_code, install_signal_teardown
+from harness.clusters.processes import one_line_errors
 from harness.controlplane.build import controlplane_built, ensure_controlplane, ensure_kwok
-from harness.errors import HarnessError, WaitTimeout
+from harness.errors import HarnessError
 from harness.outputs import check_output
-from harness.redaction import redact
 from harness.versions import load_matrix
 
 # xdist workers of `run` on one cluster: most of a suite test is waiting on the cluster, so
@@ -311,21 +310,6 @@ def _main(argv: list[str]) -> int:
     if args.pytest_args and args.command not in ("run", "matrix"):
         parser.error(f"{args.command} takes no arguments after --; only run and matrix pass them to pytest")
     return one_line_errors(lambda: int(args.func(args)))
-
-
-def one_line_errors(command: Callable[[], int], prog: str = "dra-harness") -> int:
-    """Run a command as the CLI runs its subcommands (`python -m harness.qualify.standin` too):
-    a HarnessError or WaitTimeout is one redacted line and exit 1, an interrupt exits 128+N."""
-    install_signal_teardown()  # SIGTERM (a CI cancel) unwinds like Ctrl-C: nothing is left running
-    try:
-        return command()
-    except (HarnessError, WaitTimeout) as err:  # a bounded wait's name and last state, no traceback
-        # e.g. a server's error body: it may echo the request's credentials back
-        print(f"{prog}: {redact(str(err))}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as stop:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return exit_code(stop)
 
 
 if __name__ == "__main__":

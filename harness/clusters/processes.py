@@ -10,12 +10,14 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from harness.errors import ComponentFailed
+from harness.errors import ComponentFailed, HarnessError, WaitTimeout
+from harness.redaction import redact
 
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_LINES = 20
@@ -198,3 +200,18 @@ def install_signal_teardown() -> None:
         raise Terminated(signum)
 
     signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def one_line_errors(command: Callable[[], int], prog: str = "dra-harness") -> int:
+    """Run a command as the CLI runs its subcommands (harness.cli, and `python -m harness.qualify.standin`):
+    a HarnessError or WaitTimeout is one redacted line and exit 1, an interrupt exits 128+N."""
+    install_signal_teardown()  # SIGTERM (a CI cancel) unwinds like Ctrl-C: nothing is left running
+    try:
+        return command()
+    except (HarnessError, WaitTimeout) as err:  # a bounded wait's name and last state, no traceback
+        # e.g. a server's error body: it may echo the request's credentials back
+        print(f"{prog}: {redact(str(err))}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as stop:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return exit_code(stop)
