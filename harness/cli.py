@@ -127,6 +127,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     state, findings = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, args.target)
     print(render_text(state, findings))
     if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)  # checked above: it can be made
         json_out.write_text(render_json(state, findings))
     return scan_exit_code(findings)
 

@@ -235,7 +235,7 @@ class Kube:
         status, body = self.raw_get("/version")
         server = self.api_client.configuration.host
         if status != 200:
-            raise HarnessError(describe_status(server, status, body, "GET /version"))
+            raise HarnessError(describe_status(server, status, body))
         return parse_version(server, body)
 
     def server_version(self) -> tuple[int, int]:

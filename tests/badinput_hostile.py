@@ -13,7 +13,8 @@ import yaml
 
 from fake_driver.apiclient import API_TIMEOUT, EXEC_TIMEOUT
 from harness.waits import TIMEOUTS
-from tests.badinput import Row
+from tests.badinput import Row, files
+from tests.badinput_fake_driver import kp
 from tests.hostile_server import kubeconfig_text, served_by, shared_server
 
 KC = "{tmp}/kubeconfig"
@@ -90,7 +91,33 @@ def _versions(program: str, argv: tuple[str, ...]) -> list[Row]:
     ]
 
 
+NESTED_SUMMARY = "[" * 100_000 + "]" * 100_000
+REPUBLISH = (
+    r"^fake_driver.kubeletplugin: error: argument --republish-interval: must be 0 \(never\) or 1-3600 s, got "
+)
+
+TRACEBACKS: list[Row] = [  # each printed a traceback before (issue 41, part 1)
+    Row(
+        "report-summary-nested",
+        ("report", "{tmp}/run", "--out", "{tmp}/out"),
+        1,
+        r"^dra-harness: .*/run/summary.json is not a summary.json: it is nested too deeply to read$",
+        setup=files({"run/summary.json": NESTED_SUMMARY}),
+    ),
+    Row(
+        "kind-cleanup-age-overflow",
+        ("kind", "cleanup", "--older-than", "99999999999d"),
+        1,
+        r"^dra-harness: age '99999999999d' is too large: at most 999999999d$",
+    ),
+    Row("bench-gpus-64", ("bench", "--gpus", "64"), 1, r"^dra-harness: --gpus must be at most 32, got 64$"),
+    kp("kp-republish-tiny", ("--republish-interval", "0.0001"), REPUBLISH + r"'0.0001' \(see --help\)$"),
+    kp("kp-republish-inf", ("--republish-interval", "inf"), REPUBLISH + r"'inf' \(see --help\)$"),
+    kp("kp-republish-nan", ("--republish-interval", "nan"), REPUBLISH + r"'nan' \(see --help\)$"),
+]
+
 HOSTILE: list[Row] = [
+    *TRACEBACKS,
     *_versions("dra-harness", SCAN),
     *_versions("dra-harness", (*QUALIFY, "--kubeconfig", KC)),
     # one byte every half second: every read in time, the answer never whole
