@@ -34,6 +34,7 @@ from typing import Any, Literal, cast
 import yaml
 
 from fake_driver.errors import FleetError, UnknownChoiceError
+from fake_driver.paths import not_a_regular_file
 from fake_driver.personalities import DEFAULT_PERSONALITY, PERSONALITIES, Personality, get_personality
 from fake_driver.profiles import GpuProfile, MigProfile, get_profile
 
@@ -152,6 +153,9 @@ def node_name_problem(name: str) -> str:
 
 
 def load_fleet(path: str | Path) -> Fleet:
+    kind = not_a_regular_file(Path(path))  # a FIFO would block the read, /dev/zero never end
+    if kind:
+        raise FleetError(f"fleet file {path} is {kind}, not a file")
     try:
         text = Path(path).read_text()
     except OSError as e:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from fake_driver.errors import KubeconfigError
+from fake_driver.paths import not_a_regular_file
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 # Fields holding PEM blocks as base64, per section of the kubeconfig.
@@ -51,12 +52,14 @@ def kubeconfig_paths(kubeconfig: str | os.PathLike[str] | None) -> tuple[Path, .
     if not existing:
         names = ", ".join(str(p) for p in paths)
         raise KubeconfigError(f"kubeconfig {names} does not exist")
+    for path in existing:  # refused before it is opened: a FIFO blocks, /dev/zero never ends
+        kind = not_a_regular_file(path)
+        if kind:
+            raise KubeconfigError(f"kubeconfig {path} is {kind}, not a file")
     return existing
 
 
 def _read(path: Path) -> dict[str, Any]:
-    if path.is_dir():
-        raise KubeconfigError(f"kubeconfig {path} is a directory, not a file")
     try:
         data = path.read_bytes()
     except OSError as err:

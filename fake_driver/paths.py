@@ -7,11 +7,33 @@ The checks create nothing: a refused command leaves no directories behind.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 # sun_path holds 108 bytes, the terminating NUL included (unix(7)).
 MAX_SOCKET_PATH = 107
+# What an input file that is not a regular file is: reading a FIFO blocks until a writer
+# comes, /dev/zero never ends.
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_a_regular_file(path: Path) -> str:
+    """What `path` is when it is there and not a regular file (after links), e.g. "a FIFO";
+    "" for a regular file or nothing at all. Asked before the file is opened."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return ""
+    if stat.S_ISREG(mode):
+        return ""
+    return next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
 
 
 def unwritable(path: Path, *, directory: bool = False) -> str:

@@ -112,12 +112,12 @@ def cmd_controlplane_build(args: argparse.Namespace) -> int:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
+    from harness.kube import kubeconfig_files
     from harness.scan import exit_code as scan_exit_code
     from harness.scan import render_json, render_text, scan
 
     kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
-    if not kubeconfig.exists():
-        raise HarnessError(f"kubeconfig {kubeconfig} does not exist")
+    kubeconfig_files(kubeconfig)  # `a:b` merged; a FIFO or /dev/zero refused unread
     json_out = Path(args.json) if args.json else None
     if json_out:
         check_output(json_out, "--json")
@@ -126,6 +126,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     state, findings = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, args.target)
     print(render_text(state, findings))
     if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)  # checked above: it can be made
         json_out.write_text(render_json(state, findings))
     return scan_exit_code(findings)
 

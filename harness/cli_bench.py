@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_driver.cliargs import nonempty, nonempty_csv, positive_float, positive_int
+from fake_driver.fleet import MAX_GPUS_PER_NODE
 from harness.bench.present import format_summary
 from harness.costs import DEFAULT_BENCH_DIR
 from harness.errors import HarnessError
@@ -20,6 +21,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     load_before = os.getloadavg()[0]  # the builds in prepare() would count in it
     modes = tuple(args.modes) if args.modes else None
+    if args.gpus > MAX_GPUS_PER_NODE:  # the fleet would refuse it, after the cluster started
+        raise HarnessError(f"--gpus must be at most {MAX_GPUS_PER_NODE}, got {args.gpus}")
     if args.profile and modes and args.profile not in modes:
         raise HarnessError(f"--profile {args.profile}: that mode is not among --modes {','.join(modes)}")
     plan = prepare(

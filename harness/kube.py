@@ -8,7 +8,9 @@ are never dropped before a test can assert them.
 from __future__ import annotations
 
 import builtins
+import json
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -29,9 +31,9 @@ from kubernetes.dynamic.exceptions import (
 from kubernetes.dynamic.resource import Resource
 from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 
-from fake_driver.apiclient import API_ERRORS, describe_failure, new_api_client
+from fake_driver.apiclient import API_ERRORS, describe_failure, describe_status, new_api_client
 from fake_driver.errors import ClusterError
-from fake_driver.kubeconfig import check_kubeconfig
+from fake_driver.kubeconfig import check_kubeconfig, kubeconfig_paths
 from harness.errors import HarnessError
 from harness.waits import TIMEOUTS
 
@@ -55,6 +57,7 @@ __all__ = [
     "ResourceNotFoundError",
     "ServerVersion",
     "checked_kubeconfig",
+    "kubeconfig_files",
     "parse_quantity",
 ]
 
@@ -71,10 +74,43 @@ class ServerVersion:
     git_version: str  # "v1.37.2"
 
 
+# "37", or "37+" on some distributions, which reads as 37
+_VERSION_NUMBER = re.compile(r"(\d+)\+?")
+
+
+def parse_version(server: str, body: str) -> ServerVersion:
+    """A /version answer as a ServerVersion; else one line saying what the server sent."""
+    try:
+        info = json.loads(body)
+    except (ValueError, RecursionError):
+        info = None
+    fields = info if isinstance(info, dict) else {}
+    major, minor = (_VERSION_NUMBER.fullmatch(str(fields.get(k, ""))) for k in ("major", "minor"))
+    git_version = fields.get("gitVersion")
+    if major and minor and isinstance(git_version, str) and git_version:
+        return ServerVersion(int(major[1]), int(minor[1]), git_version)
+    if not isinstance(info, dict):
+        shown = " ".join(body[:80].split()) + ("..." if len(body) > 80 else "")
+        raise HarnessError(f"the API server {server} answered /version with {shown!r}, not JSON")
+    raise HarnessError(
+        f"the API server {server} answered /version without a Kubernetes version: "
+        f"major={fields.get('major')!r}, minor={fields.get('minor')!r}, gitVersion={git_version!r}"
+    )
+
+
 def checked_kubeconfig(kubeconfig: Path | str, context: str | None = None) -> str:
     """The server a kubeconfig points at, after checking the file offline; else one line."""
     try:
         return check_kubeconfig(kubeconfig, context).server
+    except ClusterError as err:
+        raise HarnessError(str(err)) from None
+
+
+def kubeconfig_files(kubeconfig: Path | str | None) -> tuple[Path, ...]:
+    """The files a kubeconfig value names (`a:b` as kubectl merges them; None: $KUBECONFIG,
+    then ~/.kube/config) that are there, all regular files; else one line. Nothing is read."""
+    try:
+        return kubeconfig_paths(kubeconfig)
     except ClusterError as err:
         raise HarnessError(str(err)) from None
 
@@ -194,9 +230,13 @@ class Kube:
         return int(resp.status), (resp.data or b"").decode("utf-8", "replace")
 
     def version(self) -> ServerVersion:
-        info = client.VersionApi(self.api_client).get_code()
-        minor = int("".join(c for c in info.minor if c.isdigit()))
-        return ServerVersion(int(info.major), minor, str(info.git_version))
+        """The server's /version; one line when it answers anything else (an empty or partial
+        version, a proxy's HTML page, JSON nested too deep to read)."""
+        status, body = self.raw_get("/version")
+        server = self.api_client.configuration.host
+        if status != 200:
+            raise HarnessError(describe_status(server, status, body))
+        return parse_version(server, body)
 
     def server_version(self) -> tuple[int, int]:
         v = self.version()

@@ -4,7 +4,9 @@
 - PEM private-key blocks (RSA, EC, ENCRYPTED, PKCS#8, ...), also when cut off at either end;
 - the credentials of `Authorization: <scheme> <credentials>` and of `Bearer <token>` anywhere;
 - the values of credential fields (token, password, secret, client-key-data,
-  client-certificate-data, ...) written `k: v`, `k=v`, `"k": "v"` or `'k': 'v'`.
+  client-certificate-data, .dockerconfigjson, aws_secret_access_key, ...) written `k: v`,
+  `k=v`, `"k": "v"` or `'k': 'v'`, and of the flags `--token X`, `--password X`;
+- a bare JWT (a ServiceAccount token: header.payload.signature, each base64url of JSON).
 
 `redact_obj` does the same to every string inside JSON-like data and dataclasses;
 `redact_file` and `redact_tree` rewrite files already written (JSON and XML are parsed, so
@@ -46,8 +48,13 @@ _BEARER = re.compile(rf"(?i)\b(bearer)([ \t]+)(?!{_PROSE})[A-Za-z0-9\-._~+/]+=*"
 # Whole key names only (no match inside `automountServiceAccountToken` or `tokens:`).
 _KEYS = (
     r"(?:(?:access|refresh|id|auth|bearer)[-_]?token|token|client[-_]?secret|secret|password|passwd"
-    r"|client-key-data|client-certificate-data)"
+    r"|client-key-data|client-certificate-data|dockerconfigjson|dockercfg|auth"
+    r"|aws[-_]secret[-_]access[-_]key|aws[-_]session[-_]token)"
 )
+# `--token X` (the `=` form is a field above); the value is not the next flag.
+_FLAG = re.compile(r"(?i)(?<![\w-])(--(?:token|password|client-secret)[ \t]+)(?!-)[^\s\"',;&)}\]]+")
+# A JWT: base64url of '{"' (eyJ) for the header and the payload, then the signature.
+_JWT = re.compile(r"(?<![\w-])eyJ[\w-]{4,}\.eyJ[\w-]{4,}\.[\w-]*")
 _FIELD = re.compile(
     rf"(?i)(?<![A-Za-z0-9_])({_KEYS}\\?[\"']?[ \t]*[:=][ \t]*)"
     # a quoted value (JSON, possibly escaped inside another string), or a bare one to the next
@@ -79,6 +86,8 @@ def redact(text: str) -> str:
         text = _cut_off_tails(text)
     text = _AUTHORIZATION.sub(rf"\1{REDACTED}", text)
     text = _BEARER.sub(rf"\1\2{REDACTED}", text)
+    text = _FLAG.sub(rf"\1{REDACTED}", text)
+    text = _JWT.sub(REDACTED, text)
     return _FIELD.sub(_field, text)
 
 

@@ -170,6 +170,8 @@ def read_summary(path: Path) -> CellSummary:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as err:  # a UnicodeDecodeError is a ValueError
         raise SummaryError(f"{path} is not a summary.json: {err}") from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise SummaryError(f"{path} is not a summary.json: it is nested too deeply to read") from None
     if not isinstance(data, dict):
         raise reader.bad("the document", "an object", type(data).__name__)
     cell, tests, wall = reader.cell(data.get("cell")), data.get("tests"), data.get("wall_seconds", 0.0)

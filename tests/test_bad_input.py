@@ -19,6 +19,7 @@ import pytest
 from harness.layout import REPORTS
 from tests.badinput import SUMMARY, Outcome, Row, files, run_row, summary, versions
 from tests.badinput_fake_driver import FAKE_DRIVER, NOT_A_DIR, PLUGINS, F
+from tests.badinput_hostile import HOSTILE
 from tests.badinput_lifecycle import LIFECYCLE
 from tests.badinput_standin import STANDIN_ROWS
 from tests.badinput_upgrade import CLUSTER_UPGRADE, UPGRADE
@@ -288,6 +289,7 @@ ROWS = [
     *UPGRADE,
     *CLUSTER_UPGRADE,
     *STANDIN_ROWS,
+    *HOSTILE,
 ]
 BY_ID = {row.id: row for row in ROWS}
 

@@ -65,6 +65,20 @@ REDACTED = [
     ),
     ("'-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIB", "'<redacted> private key"),
     ("'...pYyBSU0Eg+/==\\n-----END RSA PRIVATE KEY-----'", "'...<redacted> private key'"),
+    # issue 41: a bare ServiceAccount JWT, flags with a space, registry and AWS secrets
+    (
+        "token was eyJhbGciOiJSUzI1NiIsImtpZCI6IngifQ.eyJpc3MiOiJrdWJlcm5ldGVzIn0.c2lnbmF0dXJl_-x end",
+        "token was <redacted> end",
+    ),
+    ("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.", "<redacted>"),
+    ("kubectl --token abc123 get pods", "kubectl --token <redacted> get pods"),
+    ("login --password hunter2 --user x", "login --password <redacted> --user x"),
+    ("  .dockerconfigjson: eyJhdXRocyI6e319", "  .dockerconfigjson: <redacted>"),
+    ('{".dockerconfigjson": "eyJhdXRocyI6e319"}', '{".dockerconfigjson": "<redacted>"}'),
+    ('{"auths": {"r.io": {"auth": "dXNlcjpwYXNz"}}}', '{"auths": {"r.io": {"auth": "<redacted>"}}}'),
+    ("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG", "aws_secret_access_key=<redacted>"),
+    ("AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG", "AWS_SECRET_ACCESS_KEY: <redacted>"),
+    ("aws_session_token = FwoGZXIvYXdzEB", "aws_session_token = <redacted>"),
 ]
 
 HARMLESS = [
@@ -81,6 +95,11 @@ HARMLESS = [
     "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
     "certificate-authority-data: LS0tLS1CRUdJTiBDRVJU",
     "token: <redacted>",
+    "kubectl --token <redacted> get pods",
+    "--password --user x",
+    "eyJhbGciOi alone is no token",
+    "auth: {mode: webhook}",
+    "authentication: webhook",
 ]
 
 

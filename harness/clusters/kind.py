@@ -306,7 +306,10 @@ def parse_age(text: str) -> timedelta:
     if m is None:
         raise HarnessError(f"age {text!r} is not like 30m, 6h or 2d")
     unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[m.group(2)]
-    return timedelta(**{unit: int(m.group(1))})
+    try:
+        return timedelta(**{unit: int(m.group(1))})
+    except OverflowError:  # past timedelta's 999,999,999 days
+        raise HarnessError(f"age {text!r} is too large: at most {timedelta.max.days}d") from None
 
 
 def _docker_time(text: str) -> datetime:

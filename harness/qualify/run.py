@@ -18,7 +18,7 @@ from harness import builders as b
 from harness.clusters.processes import run_child
 from harness.errors import HarnessError
 from harness.fleet_inventory import parse_selector
-from harness.kube import API_ERRORS, Kube
+from harness.kube import API_ERRORS, Kube, kubeconfig_files
 from harness.outputs import check_output
 from harness.qualify.capabilities import decide_all
 from harness.qualify.inventory import KindInventory, inventory
@@ -83,8 +83,7 @@ class QualifyRequest:
 
 def check_request(req: QualifyRequest) -> None:
     """Bad input as one line, before the cluster is asked anything."""
-    if not req.kubeconfig.exists():
-        raise HarnessError(f"kubeconfig {req.kubeconfig} does not exist")
+    kubeconfig_files(req.kubeconfig)  # `a:b` merged; a FIFO or /dev/zero refused unread
     try:
         parse_selector(req.node_selector)
     except ValueError as err:
