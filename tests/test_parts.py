@@ -20,6 +20,14 @@ from harness.errors import HarnessError
 from harness.versions import REPO_ROOT, load_matrix, parse_matrix
 
 MATRIX = load_matrix()
+NOT_BUILT = lambda: False  # noqa: E731  (a toy part that always builds)
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """builds.jsonl of this test's own: toy parts never enter the machine's measurements."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
 
 
 def test_every_part_make_test_builds_has_a_measured_cold_time() -> None:
@@ -74,10 +82,10 @@ def test_a_part_waits_for_the_parts_it_comes_after_and_each_lane_keeps_its_order
         _recorder(log, lock, "apt")(None)
 
     plan = [
-        parts.Part("apt", parts.IO, slow_apt),
-        parts.Part("go 1", parts.CPU, first_go),
-        parts.Part("go 2", parts.CPU, _recorder(log, lock, "go 2")),
-        parts.Part("image", parts.CPU, _recorder(log, lock, "image"), after=("apt",)),
+        parts.Part("apt", parts.IO, slow_apt, built=NOT_BUILT),
+        parts.Part("go 1", parts.CPU, first_go, built=NOT_BUILT),
+        parts.Part("go 2", parts.CPU, _recorder(log, lock, "go 2"), built=NOT_BUILT),
+        parts.Part("image", parts.CPU, _recorder(log, lock, "image"), after=("apt",), built=NOT_BUILT),
         parts.Part("cached", parts.IO, _recorder(log, lock, "never"), built=lambda: True),
     ]
     outcomes = parts.build_parts(plan, progress=lambda _: None)
@@ -98,11 +106,12 @@ def test_a_failed_part_stops_what_waits_for_it_and_nothing_else(tmp_path: Path) 
         raise HarnessError("apt-get install failed: E: Unable to locate package nope\nmore")
 
     plan = [
-        parts.Part("apt", parts.IO, fails),
-        parts.Part("go", parts.CPU, lambda _: None),
-        parts.Part("image", parts.CPU, lambda _: None, after=("apt",)),
+        parts.Part("apt", parts.IO, fails, built=NOT_BUILT),
+        parts.Part("go", parts.CPU, lambda _: None, built=NOT_BUILT),
+        parts.Part("image", parts.CPU, lambda _: None, after=("apt",), built=NOT_BUILT),
     ]
     outcomes = {o.part: o.error for o in parts.build_parts(plan, progress=lambda _: None)}
+    assert list(measured_builds()) == ["go"]  # only what was built is a measurement
     assert outcomes == {
         "apt": "apt-get install failed: E: Unable to locate package nope",
         "go": "",
@@ -110,26 +119,20 @@ def test_a_failed_part_stops_what_waits_for_it_and_nothing_else(tmp_path: Path) 
     }
 
 
-def test_builds_are_logged_and_expected_from_the_measurement(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+def test_builds_are_logged_and_expected_from_the_measurement(own_cache: Path) -> None:
     assert measured_builds() == {}
     assert expectation("k8slocal 1.37") == (
         f"about {round(MATRIX.budget['k8slocal 1.37'] / 60)} min cold on 2 cores (versions.toml [budget])"
     )
     log_build("k8slocal 1.37", 61.0)
     log_build("k8slocal 1.37", 185.4)
-    (tmp_path / "dra-harness" / "builds.jsonl").open("a").write('{"part": "cut sh')  # a killed writer
+    (own_cache / "dra-harness" / "builds.jsonl").open("a").write('{"part": "cut sh')  # a killed writer
     assert measured_builds() == {"k8slocal 1.37": 185.4}
     assert expectation("k8slocal 1.37") == "about 3 min, measured here"
     assert expectation("no such part") == "several minutes"
 
 
-def test_the_fresh_machine_table_flags_a_part_built_without_a_budget_and_a_slow_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+def test_the_fresh_machine_table_flags_a_part_built_without_a_budget_and_a_slow_run() -> None:
     log_build("kwok", 100.0)
     log_build("helm 3.99", 12.0)
     table, problems = parts.budget_report(50 * 60, MATRIX)
@@ -167,3 +170,9 @@ def test_versions_toml_refuses_a_test_minor_it_does_not_define() -> None:
     with pytest.raises(HarnessError) as err:
         parse_matrix(text)
     assert str(err.value) == "versions.toml: [test] names 1.99, which [minors] does not define"
+
+
+def test_a_part_that_cannot_tell_and_reused_its_cache_is_not_a_measurement() -> None:
+    outcome = parts.build_parts([parts.Part("crictl", parts.CPU, lambda _: None)], progress=lambda _: None)
+    assert [(o.part, o.cached, o.error) for o in outcome] == [("crictl", True, "")]
+    assert measured_builds() == {}

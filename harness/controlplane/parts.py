@@ -42,6 +42,7 @@ from harness.errors import HarnessError
 from harness.versions import REPO_ROOT, Matrix, Minor
 
 CPU, IO = "cpu", "io"
+REUSED_SECONDS = 5.0  # no Go build, apt install or debootstrap of a part takes less
 APT_TIMEOUT = 1800  # seconds: apt-get on a slow mirror, bounded all the same
 
 
@@ -267,7 +268,11 @@ def build_parts(parts: list[Part], progress: Progress = _stderr) -> list[Outcome
                     part.build(say(part.name))
                 except (HarnessError, OSError, subprocess.SubprocessError) as err:
                     error = str(err).splitlines()[0] if str(err) else type(err).__name__
-            outcomes[part.name] = Outcome(part.name, part.lane, time.monotonic() - start, cached, error)
+            took = time.monotonic() - start
+            # A part that cannot tell beforehand (built is None) and took no time reused its
+            # cache inside build(): not a build, so not logged as one.
+            cached = cached or (part.built is None and not error and took < REUSED_SECONDS)
+            outcomes[part.name] = Outcome(part.name, part.lane, took, cached, error)
             if not cached and not error:
                 log_build(part.name, outcomes[part.name].seconds)
             done[part.name].set()
