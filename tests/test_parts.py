@@ -46,8 +46,17 @@ def test_make_test_builds_the_control_plane_of_every_minor_its_checks_start(
         assert {f"k8slocal {m}" for m in minors_to_check(pytestconfig)} <= names
 
 
+def test_every_part_waits_only_for_parts_of_its_set() -> None:
+    for set_name in parts.SETS:
+        names = {p.name for p in parts.parts_for(set_name, MATRIX)}
+        assert {d for p in parts.parts_for(set_name, MATRIX) for d in p.after} <= names, set_name
+    with pytest.raises(HarnessError) as err:
+        parts.build_parts([parts.Part("image", parts.GO_A, lambda _: None, after=("aptt",))])
+    assert str(err.value) == "parts wait for parts the set does not have: aptt"
+
+
 def test_a_part_without_a_budget_is_refused_with_one_line() -> None:
-    extra = parts.Part("helm 3.99", parts.CPU, lambda _: None)
+    extra = parts.Part("helm 3.99", parts.GO_A, lambda _: None)
     with pytest.raises(HarnessError) as err:
         parts.check_budget([*parts.parts_for("test", MATRIX), extra], MATRIX)
     assert str(err.value) == (
@@ -83,9 +92,9 @@ def test_a_part_waits_for_the_parts_it_comes_after_and_each_lane_keeps_its_order
 
     plan = [
         parts.Part("apt", parts.IO, slow_apt, built=NOT_BUILT),
-        parts.Part("go 1", parts.CPU, first_go, built=NOT_BUILT),
-        parts.Part("go 2", parts.CPU, _recorder(log, lock, "go 2"), built=NOT_BUILT),
-        parts.Part("image", parts.CPU, _recorder(log, lock, "image"), after=("apt",), built=NOT_BUILT),
+        parts.Part("go 1", parts.GO_A, first_go, built=NOT_BUILT),
+        parts.Part("go 2", parts.GO_A, _recorder(log, lock, "go 2"), built=NOT_BUILT),
+        parts.Part("image", parts.GO_A, _recorder(log, lock, "image"), after=("apt",), built=NOT_BUILT),
         parts.Part("cached", parts.IO, _recorder(log, lock, "never"), built=lambda: True),
     ]
     outcomes = parts.build_parts(plan, progress=lambda _: None)
@@ -107,8 +116,8 @@ def test_a_failed_part_stops_what_waits_for_it_and_nothing_else(tmp_path: Path) 
 
     plan = [
         parts.Part("apt", parts.IO, fails, built=NOT_BUILT),
-        parts.Part("go", parts.CPU, lambda _: None, built=NOT_BUILT),
-        parts.Part("image", parts.CPU, lambda _: None, after=("apt",), built=NOT_BUILT),
+        parts.Part("go", parts.GO_A, lambda _: None, built=NOT_BUILT),
+        parts.Part("image", parts.GO_A, lambda _: None, after=("apt",), built=NOT_BUILT),
     ]
     outcomes = {o.part: o.error for o in parts.build_parts(plan, progress=lambda _: None)}
     assert list(measured_builds()) == ["go"]  # only what was built is a measurement
@@ -173,6 +182,6 @@ def test_versions_toml_refuses_a_test_minor_it_does_not_define() -> None:
 
 
 def test_a_part_that_cannot_tell_and_reused_its_cache_is_not_a_measurement() -> None:
-    outcome = parts.build_parts([parts.Part("crictl", parts.CPU, lambda _: None)], progress=lambda _: None)
+    outcome = parts.build_parts([parts.Part("crictl", parts.GO_A, lambda _: None)], progress=lambda _: None)
     assert [(o.part, o.cached, o.error) for o in outcome] == [("crictl", True, "")]
     assert measured_builds() == {}

@@ -1,8 +1,9 @@
 """The parts a command needs built, built in two lanes side by side, timed, and checked
 against the budget versions.toml keeps for each (`[budget]`).
 
-A Go build keeps both cores busy, so Go builds run one after another (the cpu lane); apt and
-debootstrap wait on the network and the disk, so they run beside them (the io lane). Each
+Go builds run in two lanes side by side: one build leaves a core idle while it links and in the
+narrow parts of its package graph, and the other lane's build fills it. apt and debootstrap
+wait on the network and the disk, so they run in a third lane beside both. Each
 part is timed here, once, whoever builds it: a part that was built already takes no time and
 says "cached". The times of real builds go to builds.jsonl in the cache, where `versions`,
 `cluster up` and the fresh-machine run read how long a build takes on this machine.
@@ -41,7 +42,8 @@ from harness.controlplane.nodeparts import (
 from harness.errors import HarnessError
 from harness.versions import REPO_ROOT, Matrix, Minor
 
-CPU, IO = "cpu", "io"
+GO_A, GO_B, IO = "go-a", "go-b", "io"
+LANES = (GO_A, GO_B, IO)
 REUSED_SECONDS = 5.0  # no Go build, apt install or debootstrap of a part takes less
 APT_TIMEOUT = 1800  # seconds: apt-get on a slow mirror, bounded all the same
 
@@ -151,14 +153,27 @@ def _kind_parts(matrix: Matrix) -> list[Part]:
             lambda p: ensure_rootfs("node", pins.node_suite, pins.node_apt, p),
             after=("apt packages",),
         ),
-        Part(f"kind node binaries {tag}", CPU, lambda p: ensure_node_binaries(minor, p)),
-        Part("crictl", CPU, lambda p: go_install_tool(pins.crictl_module, pins.crictl_version, p)),
-        Part("coredns", CPU, coredns),
+        Part(
+            f"kind node binaries {tag}",
+            GO_A,
+            lambda p: ensure_node_binaries(minor, p),
+            after=(f"kubelet {tag}",),
+        ),
+        Part("crictl", GO_B, lambda p: go_install_tool(pins.crictl_module, pins.crictl_version, p)),
+        Part("coredns", GO_B, coredns, after=(f"kind node binaries {tag}",)),
         Part(
             f"kind node image {tag}",
-            CPU,
+            GO_A,
             lambda p: build_images(matrix, minor, p),
-            after=("apt packages", "node root filesystem", "kind"),
+            # everything it assembles, so it builds none of them itself
+            after=(
+                "apt packages",
+                "node root filesystem",
+                "kind",
+                "containerd",
+                "crictl",
+                "pause and busybox images",
+            ),
         ),
     ]
 
@@ -166,16 +181,16 @@ def _kind_parts(matrix: Matrix) -> list[Part]:
 def _controlplane_part(minor: Minor) -> Part:
     return Part(
         f"k8slocal {minor.name}",
-        CPU,
+        GO_A,
         lambda progress: ensure_controlplane(minor, progress),
         built=lambda: controlplane_built(minor),
     )
 
 
-def _kubelet_part(minor: Minor) -> Part:
+def _kubelet_part(minor: Minor, lane: str) -> Part:
     return Part(
         f"kubelet {minor.name}",
-        CPU,
+        lane,
         lambda progress: ensure_kubelet(minor, progress),
         built=lambda: kubelet_built(minor) is not None,
     )
@@ -194,7 +209,7 @@ def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
     )
     kind = Part(
         "kind",
-        CPU,
+        GO_B,
         lambda progress: _go_install_kind(matrix, progress),
         built=lambda: _kind_version(REPO_ROOT / ".venv" / "bin") == matrix.kind_version,
     )
@@ -203,26 +218,30 @@ def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
     default = matrix.minor(matrix.default_minor)
     minors = [matrix.minor(m) for m in matrix.test_controlplanes]
     kubelets = [matrix.minor(m) for m in matrix.test_kubelets]
-    parts = [apt]
-    for m in [default, *[m for m in minors if m != default]]:
-        parts.append(_controlplane_part(m))
-        if m == default:
-            parts.append(Part("kwok", CPU, lambda p: ensure_kwok(matrix, p), built=kwok_path(matrix).exists))
-    parts += [_kubelet_part(m) for m in sorted(kubelets, key=lambda m: m != default)]
-    parts += [
+    # Lane A: the default minor's parts first (the suites need them), then the others'
+    # control planes and kubelets; lane B: kwok, containerd and the older kubelets.
+    lane_a = [_controlplane_part(default), _kubelet_part(default, GO_A)]
+    for m in [m for m in minors if m != default]:
+        lane_a += [_controlplane_part(m)]
+        if m in kubelets:
+            lane_a += [_kubelet_part(m, GO_A)]
+    lane_b = [
+        Part("kwok", GO_B, lambda p: ensure_kwok(matrix, p), built=kwok_path(matrix).exists),
         Part(
             "containerd",
-            CPU,
+            GO_B,
             lambda p: ensure_containerd(matrix, p),
             built=lambda: containerd_built(matrix) is not None,
         ),
+        *[_kubelet_part(m, GO_B) for m in kubelets if m != default and m not in minors],
         Part(
             "pause and busybox images",
-            CPU,
+            GO_B,
             lambda p: (ensure_pause(default, p), ensure_busybox(matrix)),
             after=("apt packages",),
         ),
     ]
+    parts = [apt, *lane_a, *lane_b]
     return [*parts, kind, *_kind_parts(matrix)]
 
 
@@ -244,6 +263,9 @@ def build_parts(parts: list[Part], progress: Progress = _stderr) -> list[Outcome
     """Build every part, one lane a thread; a part waits for the parts it comes `after`.
     Every part is attempted unless one it waits for failed; the outcomes say which."""
     done: dict[str, threading.Event] = {p.name: threading.Event() for p in parts}
+    unknown = sorted({d for p in parts for d in p.after if d not in done})
+    if unknown:  # a misspelt name would not be waited for
+        raise HarnessError(f"parts wait for parts the set does not have: {', '.join(unknown)}")
     outcomes: dict[str, Outcome] = {}
     lock = threading.Lock()
 
@@ -257,8 +279,7 @@ def build_parts(parts: list[Part], progress: Progress = _stderr) -> list[Outcome
     def lane(members: list[Part]) -> None:
         for part in members:
             for dep in part.after:
-                if dep in done:
-                    done[dep].wait()
+                done[dep].wait()
             failed = [d for d in part.after if d in outcomes and outcomes[d].error]
             start = time.monotonic()
             cached = bool(part.built and part.built())
@@ -279,7 +300,7 @@ def build_parts(parts: list[Part], progress: Progress = _stderr) -> list[Outcome
 
     threads = [
         threading.Thread(target=lane, args=([p for p in parts if p.lane == name],), name=f"lane-{name}")
-        for name in (CPU, IO)
+        for name in LANES
     ]
     for thread in threads:
         thread.start()
@@ -294,8 +315,8 @@ def render_outcomes(outcomes: list[Outcome], matrix: Matrix) -> str:
         state = f"FAILED: {o.error}" if o.error else ("cached" if o.cached else "built")
         budget = matrix.budget.get(o.part)
         rows.append(f"{o.part:<28} {o.lane:<4} {o.seconds:>8.0f} {budget if budget else '-':>7}  {state}")
-    lanes = {lane: sum(o.seconds for o in outcomes if o.lane == lane) for lane in (CPU, IO)}
-    rows.append(f"lanes: cpu {lanes[CPU]:.0f}s, io {lanes[IO]:.0f}s (side by side)")
+    lanes = ", ".join(f"{lane} {sum(o.seconds for o in outcomes if o.lane == lane):.0f}s" for lane in LANES)
+    rows.append(f"lanes side by side: {lanes}")
     return "\n".join(rows)
 
 
