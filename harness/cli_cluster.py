@@ -78,13 +78,14 @@ def cmd_cluster_list(_: argparse.Namespace) -> int:
     if not clusters:
         print(f"no clusters in {named.clusters_root()}")
         return 0
-    print(f"{'NAME':<24}{'STATE':<10}{'KUBERNETES':<12}{'SIZE':>9}  LAST WRITTEN")
+    width = max(len(c.name) for c in clusters) + 2  # names run to 40 characters
+    print(f"{'NAME':<{width}}{'STATE':<10}{'KUBERNETES':<12}{'SIZE':>9}  LAST WRITTEN")
     now = time.time()
     for c in clusters:
         age = (now - c.modified) / 3600
         when = f"{age:.0f}h ago" if age < 48 else f"{age / 24:.0f}d ago"
         state = "running" if c.running else "stopped"
-        print(f"{c.name:<24}{state:<10}{c.kubernetes or '-':<12}{c.size / 2**20:>7.0f}MB  {when}")
+        print(f"{c.name:<{width}}{state:<10}{c.kubernetes or '-':<12}{c.size / 2**20:>7.0f}MB  {when}")
     print("# `dra-harness cluster delete --name NAME` removes a stopped cluster's directory")
     return 0
 

@@ -175,3 +175,38 @@ def test_a_reused_pid_in_a_stale_record_is_never_signalled(name: str) -> None:
     finally:
         bystander.kill()
         bystander.wait(timeout=TIMEOUTS.deletion)
+
+
+def _listed(name: str) -> list[str]:
+    code, out, err = finish(cli("cluster", "list"), "cluster list")
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] == [name]]
+    return rows[0] if rows else []
+
+
+def test_list_shows_running_and_stopped_clusters_and_delete_removes_only_a_stopped_one(name: str) -> None:
+    code, _, err = finish(cli("cluster", "up", "--name", name, "--no-fleet"), "up")
+    assert code == 0, err
+    assert _listed(name)[1:3] == ["running", "v1.37.2"]
+    assert finish(cli("cluster", "delete", "--name", name), "delete while running") == (
+        1,
+        "",
+        f"dra-harness: cluster {name!r} is running: `dra-harness cluster down --name {name}` first\n",
+    )
+    assert named.state_dir(name).is_dir()
+    assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
+
+    state, version, size = _listed(name)[1:4]
+    assert (state, version) == ("stopped", "-")  # down removes the record, not the directory
+    assert int(size.removesuffix("MB")) > 0  # etcd's data at least
+    code, out, err = finish(cli("cluster", "delete", "--name", name), "delete")
+    assert (code, err) == (0, "")
+    assert out == f"cluster {name!r} deleted: {size.removesuffix('MB')} MB freed\n"
+    assert not named.state_dir(name).exists()
+    assert not (named.clusters_root() / f"{name}.lock").exists()
+    assert _listed(name) == []
+    assert finish(cli("cluster", "delete", "--name", name), "second delete")[::2] == (
+        1,
+        f"dra-harness: no cluster {name!r} in {named.clusters_root()}; "
+        "`dra-harness cluster list` shows them\n",
+    )
