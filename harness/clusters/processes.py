@@ -203,7 +203,7 @@ def install_signal_teardown() -> None:
 
 
 def one_line_errors(command: Callable[[], int], prog: str = "dra-harness") -> int:
-    """Run a command as the CLI runs its subcommands (harness.cli, and `python -m harness.qualify.standin`):
+    """Run a command as the CLI runs its subcommands (the stand-in driver's `main` too):
     a HarnessError or WaitTimeout is one redacted line and exit 1, an interrupt exits 128+N."""
     install_signal_teardown()  # SIGTERM (a CI cancel) unwinds like Ctrl-C: nothing is left running
     try:
