@@ -3,9 +3,11 @@ named cluster (harness.clusters.named), carried out by its supervisor, which own
 components (they die with it) and keeps the fake driver publishing.
 
 The command checks what it can without touching the cluster (the name, the minor, the skew
-policy's one minor at a time, a built control plane: no long build in the middle of a step),
-takes the name's lock, refusing at once when another command holds it, writes the request
-and signals the supervisor (UPGRADE). The supervisor runs harness.clusters.upgrade.upgrade
+policy's one minor at a time, the profile), takes the name's lock, refusing at once when
+another command holds it, then asks the API server for objects stored in a version the target
+cannot read, and only then for a built control plane (no long build in the middle of a step,
+and no build asked for a step that cannot happen); it writes the request and signals the
+supervisor (UPGRADE). The supervisor runs harness.clusters.upgrade.upgrade
 (the same refusals: kubelet skew, objects stored in a version the target cannot read) with
 its stop signals blocked, so a step is never cut in two: a `cluster down` waits for it, and a
 Ctrl-C of the command only stops the waiting. Meanwhile its record's phase says
@@ -86,9 +88,9 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def check_request(name: str, to: str) -> tuple[ClusterRecord, str]:
-    """The record of the running cluster and the target minor's name, or one line why not.
-    Every refusal that needs no build comes first (name, minor, skew, profile, objects stored
-    in a version the target cannot read): a step that cannot happen never asks for a build."""
+    """The record of the running cluster and the target minor's name, or one line why not:
+    what can be told without the cluster's lock or its API server (name, minor, skew,
+    profile). A step that cannot happen never asks for a build (check_step comes after)."""
     validate_name(name)
     matrix = load_matrix()
     target = matrix.minor(to)
@@ -101,17 +103,23 @@ def check_request(name: str, to: str) -> tuple[ClusterRecord, str]:
     if refusal:
         raise UpgradeRefused(f"cluster {name!r}: {refusal}")
     target.profile(record.profile)  # a profile the target does not define: one line
-    stranded = stored_refusal(Path(record.kubeconfig), record.minor, target.name)
+    return record, target.name
+
+
+def check_step(record: ClusterRecord, to: str) -> None:
+    """Under the lock, with the cluster ready: objects stored in a version the target cannot
+    read (asked of its API server), then a built control plane, last."""
+    stranded = stored_refusal(Path(record.kubeconfig), record.minor, to)
     if stranded:
         unchanged = f"nothing changed: the cluster runs {record.minor}"
-        raise UpgradeRefused(f"cluster {name!r}: {stranded}; {unchanged}")
+        raise UpgradeRefused(f"cluster {record.name!r}: {stranded}; {unchanged}")
+    target = load_matrix().minor(to)
     if not controlplane_built(target):  # a build takes minutes: not in the middle of a step
         raise HarnessError(
             f"the control plane of Kubernetes {target.kubernetes} is not built: run "
             f"`make controlplane K8S={target.name}` (or `dra-harness controlplane build -k {target.name}`), "
             "then this again"
         )
-    return record, target.name
 
 
 def request_upgrade(name: str, to: str) -> StepOutcome:
@@ -131,6 +139,7 @@ def request_upgrade(name: str, to: str) -> StepOutcome:
             raise HarnessError(
                 f"cluster {name!r} is {current.phase} on {current.minor}; run this again later"
             )
+        check_step(current, target)
         request_id = uuid.uuid4().hex
         carried_through = (
             f"interrupted while waiting: the supervisor of cluster {name!r} completes the step "

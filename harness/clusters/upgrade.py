@@ -28,7 +28,7 @@ from harness.clusters.kubeletupgrade import DEFAULT_KUBELET_MODE, kubelet_parts,
 from harness.controlplane.build import ensure_controlplane
 from harness.controlplane.gates import known_gates, validate_profile
 from harness.errors import HarnessError, WaitTimeout
-from harness.kube import Kube
+from harness.kube import API_ERRORS, Kube
 from harness.upgrade_facts import API_REMOVALS, ApiRemoval
 from harness.versions import minor_number
 
@@ -174,6 +174,8 @@ def stored_refusal(kubeconfig: Path, before: str, after: str) -> str | None:
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
         stranded = stored_in_dropped_versions(kube, before, after)
+    except API_ERRORS as err:  # not serving (a step or a restart under way): one line
+        raise kube.failure(err, "the list of objects stored in versions the target drops") from None
     finally:
         kube.close()
     if not stranded:
