@@ -38,6 +38,8 @@ MATRIX = load_matrix()
 DRIVER = get_personality(MATRIX.default_personality).driver
 LEGACY_POOL = next(p.name for p in DEFAULT_POOLS if p.device_plugin)
 DRA_POOL = next(p.name for p in DEFAULT_POOLS if not p.device_plugin)
+# One kind cluster for the module on the harness's one engine: xdist keeps it on one worker.
+pytestmark = pytest.mark.docker_engine
 
 
 @pytest.fixture(scope="module")

@@ -263,3 +263,20 @@ def test_with_one_or_two_workers_one_lane_runs_the_real_node_modules_in_turn(
     if workers == 2:  # the other worker starts on the rest meanwhile
         assert {r["worker"] for r in ordinary} - {lane}
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_tests_of_the_docker_engine_share_the_quiet_host_unit() -> None:
+    from fixtures.scheduling import QUIET, group_of
+
+    class Item:  # what group_of reads of a collected test
+        nodeid = "tests/test_kind_cluster.py::test_x"
+        fixturenames = ("tmp_path",)
+
+        def __init__(self, marker: str) -> None:
+            self.marker = marker
+
+        def get_closest_marker(self, name: str) -> object | None:
+            return object() if name == self.marker else None
+
+    assert group_of(Item("docker_engine")) == QUIET  # type: ignore[arg-type]
+    assert group_of(Item("other")) is None  # type: ignore[arg-type]
