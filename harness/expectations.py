@@ -296,8 +296,10 @@ def ambiguous_mapping_outcome(version: Version, classes_oldest_first: list[str])
     NodeResourcesFit rejected meanwhile ("Insufficient <name>"): an update that keeps
     extendedResourceName is QueueSkip for it (pkg/scheduler/framework/plugins/noderesources/
     fit.go isSchedulableAfterDeviceClassEvent lines 574-576 @ v1.37.2), so it waits for another
-    event or the unschedulable pods' 5-minute flush. Observed on the 1.37 cell, every step:
-    suites/scan/test_ambiguous_mapping.py.
+    event or the unschedulable pods' 5-minute flush. Observed on the 1.37 cell
+    (suites/scan/test_ambiguous_mapping.py): the newest wins, deleting it drops the name, the
+    update gives it back to new pods only. Deleting the older class is read from the source
+    (line 237 deletes the entry unconditionally), not staged.
         1.34.4: whichever class the lister returns last, every scheduling cycle:
         pkg/scheduler/framework/plugins/dynamicresources/extended/util.go DeviceClassMapping lines
         31-36 @ v1.34.4 (a map overwritten in list order), so the choice is not stable.
