@@ -115,20 +115,25 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from harness.kube import kubeconfig_files
     from harness.scan import exit_code as scan_exit_code
     from harness.scan import render_json, render_text, scan
+    from harness.scan_checks import render_junit
 
     kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
     kubeconfig_files(kubeconfig)  # `a:b` merged; a FIFO or /dev/zero refused unread
-    json_out = Path(args.json) if args.json else None
-    if json_out:
-        check_output(json_out, "--json")
+    outputs = {flag: Path(value) for flag, value in (("--json", args.json), ("--junit", args.junit)) if value}
+    for flag, out in outputs.items():
+        check_output(out, flag)
     if args.target:
         load_matrix().minor(args.target)  # an unknown minor: one line before connecting
-    state, findings = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, args.target)
-    print(render_text(state, findings))
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)  # checked above: it can be made
-        json_out.write_text(render_json(state, findings))
-    return scan_exit_code(findings)
+    result = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, args.target)
+    print(render_text(result))
+    written = {
+        "--json": lambda: render_json(result),
+        "--junit": lambda: render_junit(result.checks, result.state.git_version),
+    }
+    for flag, out in outputs.items():
+        out.parent.mkdir(parents=True, exist_ok=True)  # checked above: it can be made
+        out.write_text(written[flag]())
+    return scan_exit_code(result.findings)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -233,7 +238,10 @@ def _scan_parser(sub: Subparsers) -> None:
     scan.add_argument("--kubeconfig", type=nonempty, help="default: $KUBECONFIG, then ~/.kube/config")
     scan.add_argument("--extended-resource", type=nonempty, default="nvidia.com/gpu", help="legacy resource")
     scan.add_argument(
-        "--pool-label", type=nonempty, default="dra-harness.io/pool", help="label naming a pool"
+        "--pool-label",
+        type=nonempty,
+        help="the node label naming a pool (default: detected per node from GKE, EKS, AKS, Karpenter "
+        "and dra-harness.io/pool labels)",
     )
     scan.add_argument(
         "--gpu-driver",
@@ -242,7 +250,8 @@ def _scan_parser(sub: Subparsers) -> None:
         default=["gpu.nvidia.com"],
         help="DRA drivers that publish GPUs (repeatable)",
     )
-    scan.add_argument("--json", type=nonempty, help="also write the findings as JSON here")
+    scan.add_argument("--json", type=nonempty, help="also write the checks and findings as JSON here")
+    scan.add_argument("--junit", type=nonempty, help="also write JUnit XML here: one test case per check")
     scan.add_argument(
         "--target", type=nonempty, help="also the pre-upgrade findings for this minor, e.g. 1.37"
     )

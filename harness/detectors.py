@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.cel import Outcome, count_matches, published_devices
+from harness.expectations import ambiguous_mapping_outcome
 from harness.kube import Obj
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -50,6 +51,70 @@ def class_mappings(classes: Iterable[Obj]) -> dict[str, str]:
         if explicit:
             mapping[explicit] = name
     return mapping
+
+
+def mapping_claimants(classes: Iterable[Obj]) -> dict[str, list[str]]:
+    """Extended resource name -> every DeviceClass mapping it (explicit and implicit names),
+    oldest first, the one kube-scheduler prefers last (the newest; among classes created in
+    the same second the lower name, harness.expectations.ambiguous_mapping_outcome)."""
+    claimants: dict[str, list[tuple[str, str]]] = {}
+    for c in classes:
+        meta = c["metadata"]
+        key = (str(meta.get("creationTimestamp") or ""), meta["name"])
+        claimants.setdefault(IMPLICIT_PREFIX + meta["name"], []).append(key)
+        explicit = (c.get("spec") or {}).get("extendedResourceName")
+        if explicit:
+            claimants.setdefault(explicit, []).append(key)
+
+    def order(keys: list[tuple[str, str]]) -> list[str]:
+        by_name = sorted(set(keys), key=lambda k: k[1], reverse=True)
+        return [n for _, n in sorted(by_name, key=lambda k: k[0])]
+
+    return {name: order(keys) for name, keys in claimants.items()}
+
+
+def pending_requesters(pods: Iterable[Obj], resource: str) -> list[str]:
+    """namespace/name of the Pending, not deleted pods that request `resource`."""
+    return sorted(
+        f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}"
+        for p in pods
+        if (p.get("status") or {}).get("phase", "Pending") == "Pending"
+        and not p["metadata"].get("deletionTimestamp")
+        and resource in requested_extended_resources(p)
+    )
+
+
+def detect_ambiguous_mappings(
+    classes: Iterable[Obj], pods: Iterable[Obj], version: tuple[int, int]
+) -> list[Finding]:
+    """Extended resource names two or more DeviceClasses map: the scheduler picks one class
+    (per minor: harness.expectations.ambiguous_mapping_outcome), so pods asking for the name
+    get that class's devices or none, and on 1.35+ lose the name when one class goes."""
+    pods = list(pods)
+    findings = []
+    for resource, names in sorted(mapping_claimants(classes).items()):
+        if len(names) < 2:
+            continue
+        stranded = pending_requesters(pods, resource)
+        shown = ", ".join(stranded[:5]) + (f" and {len(stranded) - 5} more" if len(stranded) > 5 else "")
+        findings.append(
+            Finding(
+                "ambiguous-mapping",
+                Severity.BLOCKING,
+                f"extendedresource/{resource}",
+                f"mapped by {len(names)} DeviceClasses ({', '.join(names)}): "
+                f"{ambiguous_mapping_outcome(version, names)}; "
+                + (
+                    f"{len(stranded)} Pending pod(s) request it: {shown}"
+                    if stranded
+                    else "no Pending pod requests it"
+                ),
+                f"keep extendedResourceName: {resource} on one DeviceClass (remove it from the others), "
+                "then restart kube-scheduler (an update of the class that keeps it gives the name back "
+                "to new pods only)",
+            )
+        )
+    return findings
 
 
 def _class_drivers(classes: Iterable[Obj], slices: Iterable[Obj], resource: str) -> set[str]:
@@ -252,13 +317,21 @@ class PoolAccount:
 
 
 def account(
-    nodes: Iterable[Obj], slices: Iterable[Obj], claims: Iterable[Obj], resource: str, pool_label: str
+    nodes: Iterable[Obj],
+    slices: Iterable[Obj],
+    claims: Iterable[Obj],
+    resource: str,
+    pool_label: str = "",
+    pool_of: Mapping[str, str] | None = None,
 ) -> list[PoolAccount]:
-    """Per pool: allocatable `resource` vs DRA devices vs allocated DRA devices."""
-    pool_of = {
-        n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(pool_label, "<unlabelled>")
-        for n in nodes
-    }
+    """Per pool (`pool_of` node -> pool, else the node's `pool_label`): allocatable `resource`
+    vs DRA devices vs allocated DRA devices."""
+    nodes = list(nodes)
+    if pool_of is None:
+        pool_of = {
+            n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(pool_label, "<unlabelled>")
+            for n in nodes
+        }
     allocatable: dict[str, int] = {}
     members: dict[str, int] = {}
     for n in nodes:
@@ -268,15 +341,15 @@ def account(
         allocatable[pool] = allocatable.get(pool, 0) + _quantity_int(value)
     devices: dict[str, int] = {}
     for s in slices:
-        pool = pool_of.get(s["spec"].get("nodeName") or "")
-        if pool is not None:
-            devices[pool] = devices.get(pool, 0) + len(s["spec"].get("devices") or [])
+        on = pool_of.get(s["spec"].get("nodeName") or "")
+        if on is not None:
+            devices[on] = devices.get(on, 0) + len(s["spec"].get("devices") or [])
     allocated: dict[str, int] = {}
     for c in claims:
         for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
-            pool = pool_of.get(r["pool"])
-            if pool is not None:
-                allocated[pool] = allocated.get(pool, 0) + 1
+            of = pool_of.get(r["pool"])
+            if of is not None:
+                allocated[of] = allocated.get(of, 0) + 1
     return [
         PoolAccount(p, members[p], allocatable.get(p, 0), devices.get(p, 0), allocated.get(p, 0))
         for p in sorted(members)

@@ -276,3 +276,47 @@ def shared_device_holds_counters(version: Version) -> bool:
     counters there (counters and devices share one slice before 1.35) was not traced here.
     """
     return version != (1, 35)
+
+
+def ambiguous_mapping_outcome(version: Version, classes_oldest_first: list[str]) -> str:
+    """What kube-scheduler does with an extended resource name that several DeviceClasses map
+        (`classes_oldest_first`: by creationTimestamp, and among equals the lower name last, so the
+    class 1.35+ prefers is last), in the scan's words.
+
+        1.35.4, 1.36.3, 1.37.2: the newest class wins (ties: the lower name), and deleting any of
+        them drops the name: k8s.io/dynamic-resource-allocation deviceclass/extendedresourcecache/
+        extendedresourcecache.go @ v0.37.2, updateResourceName2class line 165 ("we prefer the newer
+        DeviceClass. The name serves as tie-breaker", the choice at lines 172-186),
+        removeResourceName2class lines 229-237
+        (deletes the name's entry whatever class it points to; nothing re-adds the class that
+        remains until it is updated, or kube-scheduler restarts and its informer lists every class
+        again). The file is the same @ v0.36.3 and differs @ v0.35.4 only in log lines; the cache
+        is kube-scheduler's (pkg/scheduler/framework/plugins/dynamicresources/dra_manager.go:72 @
+        v1.37.2). Updating the class that remains restores the name for new pods, not for a pod
+    NodeResourcesFit rejected meanwhile ("Insufficient <name>"): an update that keeps
+    extendedResourceName is QueueSkip for it (pkg/scheduler/framework/plugins/noderesources/
+    fit.go isSchedulableAfterDeviceClassEvent lines 574-576 @ v1.37.2), so it waits for another
+    event or the unschedulable pods' 5-minute flush. Observed on the 1.37 cell
+    (suites/scan/test_ambiguous_mapping.py): the newest wins, deleting it drops the name, the
+    update gives it back to new pods only. Deleting the older class is read from the source
+    (line 237 deletes the entry unconditionally), not staged.
+        1.34.4: whichever class the lister returns last, every scheduling cycle:
+        pkg/scheduler/framework/plugins/dynamicresources/extended/util.go DeviceClassMapping lines
+        31-36 @ v1.34.4 (a map overwritten in list order), so the choice is not stable.
+    """
+    if version < (1, 35):
+        return "kube-scheduler uses whichever the informer lists last, not always the same one"
+    newest = classes_oldest_first[-1]
+    return (
+        f"kube-scheduler maps it to the newest, {newest}, and drops the name when any of them "
+        "is deleted until it restarts"
+    )
+
+
+def deleting_a_class_drops_a_shared_mapping(version: Version) -> bool:
+    """After one of two DeviceClasses sharing an extendedResourceName is deleted, does
+    kube-scheduler stop mapping the name (pods asking for it: "Insufficient <name>") until the
+    class that remains is updated or the scheduler restarts? The source and what was observed:
+    ambiguous_mapping_outcome. 1.34.4 rebuilds the mapping every cycle, so no.
+    """
+    return version >= (1, 35)

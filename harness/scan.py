@@ -21,6 +21,7 @@ from harness.detectors import (
     Severity,
     account,
     detect_accounting_gaps,
+    detect_ambiguous_mappings,
     detect_bridge_unavailable,
     detect_double_stack,
     detect_selectors_matching_nothing,
@@ -34,6 +35,17 @@ from harness.expectations import (
 )
 from harness.kube import API_ERRORS, DynamicApiError, ForbiddenError, Kube, Obj, ResourceNotFoundError
 from harness.redaction import redact, redact_obj
+from harness.scan_checks import (
+    CheckResult,
+    Pools,
+    bridging_statements,
+    check_lines,
+    check_results,
+    detect_pools,
+    device_plugin_daemonsets,
+    kubelet_skew,
+    summary_for,
+)
 from harness.scantaints import rule_findings, slice_taint_findings
 
 EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
@@ -65,9 +77,6 @@ def scan_cluster_role(name: str) -> Obj:
         "metadata": {"name": name},
         "rules": SCAN_RBAC_RULES,
     }
-
-
-DEVICE_PLUGIN_HINTS = ("device-plugin", "k8s-device-plugin")
 
 
 @dataclass(frozen=True)
@@ -129,67 +138,6 @@ def _read_state(kube: Kube) -> ClusterState:
         # The version the minor serves DeviceTaintRule in (harness.expectations); not served: [].
         taint_rules=listed(device_taint_rule_api((major, minor)), "DeviceTaintRule"),
     )
-
-
-def _device_plugin_daemonsets(state: ClusterState) -> list[Finding]:
-    """Device-plugin DaemonSets whose pods run on nodes that also carry DRA slices."""
-    dra_nodes = {s["spec"].get("nodeName") for s in state.slices if s["spec"].get("devices")} - {None}
-    findings = []
-    for ds in state.daemonsets:
-        images = [c.get("image", "") for c in ds["spec"]["template"]["spec"].get("containers") or []]
-        name = ds["metadata"]["name"]
-        if not any(h in name or any(h in i for i in images) for h in DEVICE_PLUGIN_HINTS):
-            continue
-        uid = ds["metadata"]["uid"]
-        on = sorted(
-            {
-                p["spec"].get("nodeName")
-                for p in state.pods
-                if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])
-            }
-            & dra_nodes
-        )
-        if on:
-            findings.append(
-                Finding(
-                    "device-plugin-daemonset",
-                    Severity.BLOCKING,
-                    f"daemonset/{ds['metadata']['namespace']}/{name}",
-                    f"runs on {len(on)} node(s) that also publish DRA devices: {', '.join(on[:5])}",
-                    "add node affinity to the DaemonSet that excludes migrated pools",
-                )
-            )
-    return findings
-
-
-def _kubelet_skew(state: ClusterState) -> list[Finding]:
-    """Kubelet minors inside each DRA driver's set of nodes."""
-    kubelet = {
-        n["metadata"]["name"]: (n.get("status") or {}).get("nodeInfo", {}).get("kubeletVersion", "")
-        for n in state.nodes
-    }
-    findings = []
-    by_driver: dict[str, set[str]] = {}
-    for s in state.slices:
-        node = s["spec"].get("nodeName")
-        if node in kubelet:
-            by_driver.setdefault(s["spec"]["driver"], set()).add(node)
-    for driver, nodes in sorted(by_driver.items()):
-        minors = {
-            ".".join(kubelet[n].lstrip("v").split(".")[:2]) for n in nodes if kubelet[n].startswith("v")
-        }
-        if len(minors) > 1:
-            findings.append(
-                Finding(
-                    "kubelet-skew",
-                    Severity.WARNING,
-                    f"driver/{driver}",
-                    f"its {len(nodes)} nodes run kubelets of different minors: {', '.join(sorted(minors))}",
-                    "older kubelets may not support the DRA features the pool relies on "
-                    "(extended-resource admission, partitionable devices): upgrade the pool evenly",
-                )
-            )
-    return findings
 
 
 def leftover_device_plugin_resource(state: ClusterState, resource: str) -> list[Finding]:
@@ -270,9 +218,7 @@ def _claim_counts(state: ClusterState) -> list[Finding]:
     ]
 
 
-def run_checks(
-    state: ClusterState, resource: str, pool_label: str, gpu_drivers: Iterable[str]
-) -> list[Finding]:
+def run_checks(state: ClusterState, resource: str, pools: Pools, gpu_drivers: Iterable[str]) -> list[Finding]:
     used = {
         r["exactly"]["deviceClassName"]
         for t in state.templates
@@ -287,18 +233,19 @@ def run_checks(
     }
     findings = [
         *detect_bridge_unavailable(state.version, state.gates),
+        *detect_ambiguous_mappings(state.classes, state.pods, state.version),
         *detect_double_stack(state.nodes, state.slices, state.classes, resource, gpu_drivers),
-        *_device_plugin_daemonsets(state),
+        *device_plugin_daemonsets(state),
         # A pod on its way out is no finding.
         *detect_unmapped_legacy_requests(
             [p for p in state.pods if not p["metadata"].get("deletionTimestamp")], state.classes, state.nodes
         ),
         *detect_selectors_matching_nothing(state.classes, state.slices, used),
-        *_kubelet_skew(state),
+        *kubelet_skew(state),
         *leftover_device_plugin_resource(state, resource),
         *stranded_claims(state),
         *detect_accounting_gaps(
-            account(state.nodes, state.slices, state.claims, resource, pool_label),
+            account(state.nodes, state.slices, state.claims, resource, pool_of=pools.of),
             state.quotas,
             resource,
             state.version,
@@ -315,34 +262,63 @@ def exit_code(findings: Iterable[Finding]) -> int:
     return {Severity.BLOCKING: EXIT_BLOCKING, Severity.WARNING: EXIT_WARNINGS}.get(worst, EXIT_READY)
 
 
-def render_text(state: ClusterState, findings: list[Finding]) -> str:
+@dataclass(frozen=True)
+class ScanResult:
+    state: ClusterState
+    findings: list[Finding]
+    pools: Pools
+    checks: list[CheckResult]
+    bridging: list[str]
+
+
+def render_text(result: ScanResult) -> str:
+    state, findings = result.state, result.findings
     lines = [
         f"dra-harness scan: Kubernetes {state.git_version}, {len(state.nodes)} nodes, "
-        f"{len(state.slices)} ResourceSlices"
+        f"{len(state.slices)} ResourceSlices",
+        *result.pools.lines(),
+        *result.bridging,
     ]
     for f in findings:
         lines.append(f"{f.severity.name:<8} {f.check:<26} {f.subject}: {f.message}")
         if f.severity > Severity.INFO:
             lines.append(f"{'':<8} {'':<26} fix: {f.remediation}")
+    counts = ", ".join(f"{n} {s}" for s, n in summary_for(result.checks).items())
+    lines += [f"checks: {counts}", *check_lines(result.checks)]
     verdict = {EXIT_READY: "READY", EXIT_WARNINGS: "READY WITH WARNINGS", EXIT_BLOCKING: "NOT READY"}
     lines.append(f"verdict: {verdict[exit_code(findings)]}")
     return redact("\n".join(lines))
 
 
-def render_json(state: ClusterState, findings: list[Finding]) -> str:
+def render_json(result: ScanResult) -> str:
+    pools = result.pools
     data = {
-        "kubernetes": state.git_version,
-        "exit_code": exit_code(findings),
-        "findings": [asdict(f) | {"severity": f.severity.name} for f in findings],
+        "kubernetes": result.state.git_version,
+        "exit_code": exit_code(result.findings),
+        "pools": {
+            "pool_label": pools.override,
+            "pools": [
+                {"name": p, "label": pools.label_of[p], "nodes": pools.members(p)}
+                for p in sorted(pools.label_of)
+            ],
+        },
+        "bridging": result.bridging,
+        "checks": [{"check": c.check, "status": c.status.value, "why": c.why} for c in result.checks],
+        "findings": [asdict(f) | {"severity": f.severity.name} for f in result.findings],
     }
     return json.dumps(redact_obj(data), indent=2)
 
 
 def scan(
-    kubeconfig: Path, resource: str, pool_label: str, gpu_drivers: Iterable[str], target: str | None = None
-) -> tuple[ClusterState, list[Finding]]:
+    kubeconfig: Path,
+    resource: str,
+    pool_label: str | None,
+    gpu_drivers: Iterable[str],
+    target: str | None = None,
+) -> ScanResult:
     """What the cluster has and what the checks find in it (the CLI prints and exits); with
-    `target`, the pre-upgrade findings for that minor too (harness.scan_target)."""
+    `target`, the pre-upgrade findings for that minor too (harness.scan_target). Pools by
+    `pool_label`, or detected from well-known labels (harness.scan_checks)."""
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
         state = read_state(kube)
@@ -354,5 +330,14 @@ def scan(
             extra = target_findings(kube, load_matrix(), state.version, state.gates, state.nodes, target)
     finally:
         kube.close()
-    findings = [*run_checks(state, resource, pool_label, gpu_drivers), *extra]
-    return state, sorted(findings, key=lambda f: (-f.severity, f.check, f.subject))
+    pools = detect_pools(state.nodes, pool_label)
+    findings = [*run_checks(state, resource, pools, gpu_drivers), *extra]
+    findings.sort(key=lambda f: (-f.severity, f.check, f.subject))
+    bridge_on = not any(f.check == "bridge-support" and f.severity == Severity.BLOCKING for f in findings)
+    return ScanResult(
+        state,
+        findings,
+        pools,
+        check_results(state, findings, resource, target),
+        bridging_statements(state, pools, bridge_on),
+    )

@@ -4,7 +4,8 @@ driver on? One line per missing piece; any line means exit 1 with nothing create
 Checked, read-only: the server's version (>= 1.34, the first minor serving resource.k8s.io/v1),
 the API versions served (discovery), the feature gates the API server reports on /metrics
 (`kubernetes_feature_enabled`; not visible to every user, which is noted, not fatal), the
-DeviceClass and the driver's ResourceSlices, and whether the kubeconfig's user may do what the
+DeviceClass and the driver's ResourceSlices, that no extended resource name is mapped by two
+DeviceClasses (the bridged pods would be stranded), and whether the kubeconfig's user may do what the
 suites do (SelfSubjectAccessReview, which every authenticated user may create).
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import builders as b
+from harness.detectors import detect_ambiguous_mappings, mapping_claimants
 from harness.kube import API_ERRORS, Kube, Obj
 
 MIN_VERSION = (1, 34)
@@ -93,9 +95,21 @@ def allowed(kube: Kube, verb: str, group: str, resource: str) -> bool:
     return status == 201 and bool(json.loads(body).get("status", {}).get("allowed"))
 
 
-def _driver_pieces(kube: Kube, facts: ClusterFacts, driver: str, device_class: str) -> list[str]:
-    missing = []
-    classes = [dc["metadata"]["name"] for dc in kube.list(b.resource_api(), "DeviceClass")]
+def ambiguous_mappings(kube: Kube, classes: list[Obj], version: tuple[int, int]) -> list[str]:
+    """One line per extended resource name several DeviceClasses map: the bridging suites'
+    pods would get the scheduler's pick of classes, or none (harness.detectors)."""
+    if not any(len(names) > 1 for names in mapping_claimants(classes).values()):
+        return []  # the pods are listed only when there is something to name
+    pods = kube.list("v1", "Pod")
+    return [f"{f.subject}: {f.message}" for f in detect_ambiguous_mappings(classes, pods, version)]
+
+
+def _driver_pieces(
+    kube: Kube, facts: ClusterFacts, driver: str, device_class: str, version: tuple[int, int]
+) -> list[str]:
+    class_objects = kube.list(b.resource_api(), "DeviceClass")
+    missing = ambiguous_mappings(kube, class_objects, version)
+    classes = [dc["metadata"]["name"] for dc in class_objects]
     if device_class not in classes:
         missing.append(f"DeviceClass {device_class} does not exist (classes: {', '.join(classes) or 'none'})")
     slices = [s for s in kube.list(b.resource_api(), "ResourceSlice") if s["spec"]["driver"] == driver]
@@ -123,6 +137,6 @@ def preflight(kube: Kube, driver: str, device_class: str) -> tuple[ClusterFacts,
         if denied:
             return facts, [f"the kubeconfig's user may not {', '.join(denied)} (the suites need to)"]
         facts.gates, facts.gates_note = visible_gates(kube)
-        return facts, _driver_pieces(kube, facts, driver, device_class)
+        return facts, _driver_pieces(kube, facts, driver, device_class, (major, minor))
     except API_ERRORS as err:
         raise kube.failure(err) from None

@@ -59,9 +59,9 @@ def test_the_target_scan_finds_stranded_objects_renamed_metrics_and_removed_gate
         {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": meta, "spec": body}
     )
 
-    _, findings = scan(
+    findings = scan(
         r.cluster.kubeconfig, r.fleet.extended_resource, "dra-harness.io/pool", ["gpu.nvidia.com"], "1.37"
-    )
+    ).findings
 
     found = [(f.check, f.severity, f.subject, f.message) for f in findings if f.check in TARGET_CHECKS]
     assert found[:3] == [
@@ -103,9 +103,9 @@ def test_the_target_scan_warns_of_objects_written_through_versions_removed_later
     r.objects.create(_class("written-v1", "resource.k8s.io/v1"))
     [manager] = {m["manager"] for m in old["metadata"]["managedFields"]}
 
-    _, findings = scan(
+    findings = scan(
         r.cluster.kubeconfig, r.fleet.extended_resource, "dra-harness.io/pool", ["gpu.nvidia.com"], "1.37"
-    )
+    ).findings
 
     found = [
         (f.check, f.severity, f.subject, f.message, f.remediation)
