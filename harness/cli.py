@@ -9,7 +9,8 @@
         [--real-nodes N]                       ... with N real nodes (kubelet, containerd, fake driver)
     dra-harness run [-n 4] [PATH...] [-- ARGS] the main job: suites on the default cell, reports
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
-    dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON)
+    dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON), night.json
+        [--baseline PREVIOUS]                  ... opening on what changed since (3: a new failure)
     dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
     dra-harness upgrade --from 1.36 --to 1.37  rehearsed upgrade and back, its report
     dra-harness kind cleanup [--older-than 6h] delete kind clusters killed runs left
@@ -28,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_int
+from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_float, positive_int
 from fake_driver.errors import end_quietly_on_broken_pipe
 from harness.cli_bench import add_bench_curve_parser, add_bench_parser
 from harness.cli_cluster import Subparsers, add_cluster_parsers
@@ -176,8 +177,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """The readiness report and night.json (tonight's merged result, the next baseline); with
+    --baseline, the report opens on the diff and the exit code is 3 on a new failure."""
+    from harness import nightly
     from harness.layout import REPORTS, latest_matrix_run, new_run_id
-    from harness.readiness import write_report
+    from harness.readiness import Lead, write_report
+    from harness.reporting import ReportFile, write_report_files
 
     if args.merge:
         dirs = [Path(d) for d in args.merge]
@@ -186,10 +191,28 @@ def cmd_report(args: argparse.Namespace) -> int:
         dirs = [Path(args.dir) if args.dir else latest_matrix_run(REPORTS)]
         out = Path(args.out) if args.out else dirs[0]
     check_output(out, "--out", directory=True)
+    if args.slower_by is not None and not args.baseline:
+        raise HarnessError("--slower-by compares durations with a --baseline; give one")
+    tonight = nightly.load_tonight(dirs)  # two artifacts claiming one cell: one line, exit 1
+    diff, lead = None, None
+    if args.baseline:
+        baseline = nightly.load_baseline(Path(args.baseline))
+        diff = nightly.compare(tonight, baseline, args.slower_by or nightly.DEFAULT_SLOWER_BY)
+        shown = nightly.render_diff(diff, " ".join(str(d) for d in dirs), args.baseline)
+        lead = Lead("baseline", shown.html, shown.md, shown.json)
     bench = Path(args.bench) if args.bench else None
-    for path in write_report(dirs, out, bench=bench, rehearsals=[Path(u) for u in args.upgrade]):
+    written = write_report(dirs, out, bench=bench, rehearsals=[Path(u) for u in args.upgrade], lead=lead)
+    extra: dict[str, ReportFile] = {nightly.NIGHT_JSON: tonight.to_json()}
+    if lead is not None:
+        extra["baseline.md"] = lead.md  # for a CI job summary
+    for path in [*written, *write_report_files(out, extra)]:
         print(f"report: {path}")
-    return 0
+    if diff is None:
+        return 0
+    print(diff.headline())
+    for e in diff.of("new failure"):
+        print(f"new failure: {e.cell} {e.test}")
+    return diff.exit_code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,6 +322,20 @@ def _run_parsers(sub: Subparsers) -> None:
         "--out", type=nonempty, help="report directory (default: DIR, or reports/out/merged-<id>)"
     )
     rp.add_argument("--bench", type=nonempty, help="scale benchmark JSON (default: reports/out/bench/scale*)")
+    rp.add_argument(
+        "--baseline",
+        type=nonempty,
+        metavar="PREVIOUS",
+        help="a previous report's directory or night.json (or its cells' directories): the report "
+        "opens on what changed since; exit 3 on a new failure",
+    )
+    rp.add_argument(
+        "--slower-by",
+        type=positive_float,
+        metavar="PERCENT",
+        help="a test that passed on both nights is slower when it took this much longer and at least "
+        "2 s more (default: 50)",
+    )
     rp.set_defaults(func=cmd_report)
 
 

@@ -4,7 +4,8 @@ and matrix.json: its declared schema, its one writer and its one reader.
     reports/out/<run-id>/                 run id: the UTC start, 20260101T120000Z
         matrix.json                       (matrix) cells, exit codes, wall times
         cells/<cell-slug>/                (matrix) one directory per cell
-        junit.xml allure-results/ summary.json     per cell (`run`: in the run directory)
+        junit_<cell-slug>.xml allure-results/ summary.json     per cell (matrix)
+        junit.xml allure-results/ summary.json     (`run`: in the run directory)
         readiness.html / .md / .json      the readiness report
 """
 
@@ -41,7 +42,15 @@ def cell_dir(run_dir: Path, cell: Cell) -> Path:
     return run_dir / "cells" / cell.slug
 
 
-def pytest_command(cell: Cell, out: Path, paths: Sequence[str], extra: Sequence[str]) -> list[str]:
+def junit_name(cell: Cell) -> str:
+    """A matrix cell's JUnit file: Prow's lens reads artifacts/junit*.xml, and merged shards
+    keep one file per cell."""
+    return f"junit_{cell.slug}.xml"
+
+
+def pytest_command(
+    cell: Cell, out: Path, paths: Sequence[str], extra: Sequence[str], *, junit: str = "junit.xml"
+) -> list[str]:
     """pytest on `cell` (its personality only when it names one), reports into `out`."""
     return [
         sys.executable,
@@ -51,7 +60,7 @@ def pytest_command(cell: Cell, out: Path, paths: Sequence[str], extra: Sequence[
         f"--k8s-version={cell.minor}",
         f"--gates={cell.profile}",
         *([f"--personality={cell.personality}"] if cell.personality else []),
-        f"--junitxml={out / 'junit.xml'}",
+        f"--junitxml={out / junit}",
         f"--alluredir={out / 'allure-results'}",
         f"--summary-json={out / 'summary.json'}",
         *extra,

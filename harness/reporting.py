@@ -5,17 +5,22 @@ readiness report read and write the same shapes. write_report_files writes a rep
 
 summary.json (one per cell run):
     {"cell": {"provider", "minor", "kubernetes", "profile", "driver", "personality"},
+     "commit": str,                 # git rev-parse HEAD of the harness, "unknown" outside a checkout
+     "versions": {name: version},   # what the cell's cluster was built from (run_versions)
+     "load_before_1m": float | null,  # the machine's 1-minute load average before the run
      "totals": {"passed", "failed", "skipped", "errors"},
      "wall_seconds": float,
      "tests": [{"nodeid", "area", "outcome", "duration", "message",
                 "reasons": [Reason.to_json()]}]}   # reasons: why a skipped test did not run
-Files written before reasons existed read with no reasons.
+Files written before reasons existed read with no reasons; before commit, versions and load,
+with "", {} and null.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,8 +29,12 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.redaction import redact, redact_obj
 from harness.requirements import Reason
+from harness.versions import REPO_ROOT, Matrix
 
 OUTCOMES = ("passed", "failed", "skipped", "errors")
+# The machine's load before a run, set by `dra-harness matrix` (taken once, before its builds
+# and cells add to it) for each cell's summary.json; a single run takes it itself.
+LOAD_ENV = "DRA_HARNESS_LOAD_BEFORE"
 
 # Which failures are whose: allure sorts failed tests by the first category that matches.
 CATEGORIES: list[dict[str, Any]] = [
@@ -69,6 +78,9 @@ class CellSummary:
     cell: dict[str, str]
     tests: list[TestRecord] = field(default_factory=list)
     wall_seconds: float = 0.0
+    commit: str = ""  # "" in files written before it was recorded
+    versions: dict[str, str] = field(default_factory=dict)
+    load_before_1m: float | None = None
 
     @property
     def totals(self) -> dict[str, int]:
@@ -80,10 +92,47 @@ class CellSummary:
     def to_json(self) -> dict[str, Any]:
         return {
             "cell": self.cell,
+            "commit": self.commit,
+            "versions": self.versions,
+            "load_before_1m": None if self.load_before_1m is None else round(self.load_before_1m, 2),
             "totals": self.totals,
             "wall_seconds": round(self.wall_seconds, 1),
             "tests": [t.to_json() for t in self.tests],
         }
+
+
+def git_commit(root: Path = REPO_ROOT) -> str:
+    """The checkout's HEAD (a "-dirty" suffix when tracked files changed), "unknown" outside
+    a git checkout or without git."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    commit = head.stdout.strip()
+    if head.returncode or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return "unknown"
+    return commit + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+
+
+def run_versions(matrix: Matrix, minor: str, provider: str, *, real_nodes: bool = False) -> dict[str, str]:
+    """What a cell's cluster is built from: the Kubernetes release and, per provider, kwok
+    (local), containerd (local, real nodes), or kind and its node image (kind). An existing
+    cluster's release is the server's, not ours: only the minor asked for is known."""
+    m = matrix.minor(minor)
+    if provider == "kind":
+        return {"kubernetes": m.kubernetes, "kind": matrix.kind_version, "kind_image": m.kind_image}
+    if provider == "local":
+        out = {"kubernetes": m.kubernetes, "kwok": matrix.kwok_version}
+        return out | ({"containerd": matrix.nodes.containerd_version} if real_nodes else {})
+    return {"minor": m.name}
 
 
 def area_of(nodeid: str) -> str:
@@ -148,6 +197,17 @@ class _Reader:
         except (TypeError, ValueError) as err:
             raise SummaryError(f"{self.path} is not a summary.json: {where}: {err}") from None
 
+    def run_facts(self, data: dict[str, Any]) -> tuple[str, dict[str, str], float | None]:
+        """commit, versions and load_before_1m; absent in files older than them."""
+        commit, versions, load = data.get("commit", ""), data.get("versions", {}), data.get("load_before_1m")
+        if not isinstance(commit, str):
+            raise self.bad("commit", "a string", commit)
+        if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+            raise self.bad("versions", "an object of strings", versions)
+        if load is not None and (isinstance(load, bool) or not isinstance(load, (int, float))):
+            raise self.bad("load_before_1m", "a number or null", load)
+        return commit, versions, None if load is None else float(load)
+
     def cell(self, cell: object) -> dict[str, str]:
         if not isinstance(cell, dict):
             raise self.bad("cell", "an object", cell)
@@ -179,7 +239,8 @@ def read_summary(path: Path) -> CellSummary:
         raise reader.bad("tests", "a list", tests)
     if isinstance(wall, bool) or not isinstance(wall, (int, float)):
         raise reader.bad("wall_seconds", "a number", wall)
-    return CellSummary(cell, [reader.record(t, f"tests[{i}]") for i, t in enumerate(tests)], float(wall))
+    records = [reader.record(t, f"tests[{i}]") for i, t in enumerate(tests)]
+    return CellSummary(cell, records, float(wall), *reader.run_facts(data))
 
 
 def write_summary(path: Path, summary: CellSummary) -> None:

@@ -104,7 +104,8 @@ def test_a_failing_run_writes_no_planted_secret_to_any_artifact(pytester: pytest
     allure = _allure_results(out / "allure-results")
     assert said in allure["test_the_server_echoes_credentials"]["statusDetails"]["message"]  # type: ignore[index]
     assert allure["test_a_parameter_and_a_skip[creds]"]["parameters"] == [
-        {"name": "credentials", "value": "'password=<redacted>'"}
+        {"name": "cell", "value": "'1.37/nvidia-v25.12/dra-all'"},  # the cell's history is its own
+        {"name": "credentials", "value": "'password=<redacted>'"},
     ]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
@@ -235,12 +237,33 @@ def test_run_matrix_runs_each_cell_as_its_own_pytest_with_its_own_run_dir(tmp_pa
         ("1.37/nvidia-v0.4/dra-all", "cells/1.37_nvidia-v0.4_dra-all", 0, 1),
     ]
     assert all(c["wall_seconds"] > 0 for c in data["cells"])
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    history: set[str] = set()
     for cell in cells:
         d = tmp_path / "run" / "cells" / cell.slug
-        assert (d / "junit.xml").is_file()
+        assert not (d / "junit.xml").exists()
+        case = ET.parse(d / f"junit_{cell.slug}.xml").getroot().find(".//testcase[@name='test_cell_target']")
+        assert case is not None
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert props == {
+            "minor": "1.37",
+            "personality": cell.personality,
+            "driver": "gpu.nvidia.com",
+            "profile": "dra-all",
+            "provider": "local",
+            "cell": cell.id,
+        }
         assert (d / "allure-results" / "environment.properties").is_file()
+        (result,) = [json.loads(p.read_text()) for p in (d / "allure-results").glob("*-result.json")]
+        assert {"name": "cell", "value": repr(cell.id)} in result["parameters"]
+        history.add(result["historyId"])
         summary = json.loads((d / "summary.json").read_text())
         assert (summary["cell"]["minor"], summary["cell"]["personality"]) == ("1.37", cell.personality)
+        assert summary["commit"].removesuffix("-dirty") == head.stdout.strip()
+        built = {"kubernetes": matrix.minor("1.37").kubernetes, "kwok": matrix.kwok_version}
+        assert summary["versions"] == built
+        assert isinstance(summary["load_before_1m"], float)
+    assert len(history) == 2  # one history per cell: merged shards do not fold cells into retries
     log = stream.getvalue()
     assert "1.37/nvidia-v25.12/dra-all         running" in log
     assert "1.37/nvidia-v0.4/dra-all           failed    passed 0 failed 1 skipped 0 errors 0 in" in log

@@ -253,7 +253,12 @@ def test_report_merge_writes_the_three_files(tmp_path: Path) -> None:
     )
     done = run_cli("report", "--merge", str(run / "cells"), "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["readiness.html", "readiness.json", "readiness.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "night.json",
+        "readiness.html",
+        "readiness.json",
+        "readiness.md",
+    ]
 
 
 def test_attention_groups_fail_and_warn_by_check_and_remediation_worst_first(tmp_path: Path) -> None:

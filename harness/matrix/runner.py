@@ -4,7 +4,7 @@ profile), each cell its own pytest process with its own cluster, up to --jobs at
     reports/out/<run-id>/
         matrix.json                      cells, exit codes, wall times
         cells/<cell-slug>/               one directory per cell
-            junit.xml  allure-results/  summary.json  pytest.log  clusters/
+            junit_<cell-slug>.xml  allure-results/  summary.json  pytest.log  clusters/
         readiness.html / .md / .json     the readiness report over all cells
 
 Control planes a cell needs are built (or found in the cache) before any cell starts, with
@@ -36,13 +36,14 @@ from harness.layout import (
     MatrixCellJson,
     MatrixJson,
     cell_dir,
+    junit_name,
     new_run_id,
     pytest_command,
     write_matrix_json,
 )
 from harness.matrix.display import Display
 from harness.redaction import redact_file
-from harness.reporting import read_summary
+from harness.reporting import LOAD_ENV, read_summary
 from harness.versions import REPO_ROOT, Matrix
 
 DEFAULT_JOBS = 2
@@ -131,19 +132,23 @@ def _run_cell(
     events: queue.Queue[CellRun],
     procs: dict[str, subprocess.Popen[bytes]],
     stopping: threading.Event,
+    load_before: float,
 ) -> None:
     if stopping.is_set():
         run.state, run.note = "interrupted", "not started"
         events.put(run)
         return
     run.dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, ENV: str(run.cluster_dir), "PYTHONUNBUFFERED": "1"}
+    # summary.json's load_before_1m: the machine's load before the matrix, not its siblings'
+    env = {**os.environ, ENV: str(run.cluster_dir), "PYTHONUNBUFFERED": "1", LOAD_ENV: f"{load_before:.2f}"}
     env.pop("PYTEST_XDIST_WORKER", None)
     log = run.dir / "pytest.log"
     run.started = time.monotonic()
     with log.open("wb") as out:
         proc = popen_child(
-            pytest_command(run.cell, run.dir, paths, [*ISOLATED, *PROGRESS_EVERY, *extra]),
+            pytest_command(
+                run.cell, run.dir, paths, [*ISOLATED, *PROGRESS_EVERY, *extra], junit=junit_name(run.cell)
+            ),
             cwd=REPO_ROOT,
             env=env,
             stdout=out,
@@ -215,6 +220,7 @@ class _Workers:
     paths: Sequence[str]
     extra: Sequence[str]
     jobs: int
+    load_before: float = 0.0
     events: queue.Queue[CellRun] = field(default_factory=queue.Queue)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -226,7 +232,8 @@ class _Workers:
 
     def launch(self) -> None:
         while self.pending and len(self.threads) - self.done < self.jobs:
-            args = (self.pending.pop(0), self.paths, self.extra, self.events, self.procs, self.stopping)
+            run = self.pending.pop(0)
+            args = (run, self.paths, self.extra, self.events, self.procs, self.stopping, self.load_before)
             t = threading.Thread(target=_run_cell, args=args, daemon=True)
             self.threads.append(t)
             t.start()
@@ -279,12 +286,12 @@ def run_matrix(
     out.mkdir(parents=True, exist_ok=True)
     runs = [CellRun(c, cell_dir(out, c), matrix_cell_run_dir(run_id, c.slug)) for c in cells]
     display = Display(runs, stream)
-    t0 = time.monotonic()
+    t0, load_before = time.monotonic(), os.getloadavg()[0]  # before the builds count in it
     display.line(f"matrix {run_id}: {len(cells)} cell(s), {jobs} at a time, reports in {out}")
     if build:
         ensure_builds(matrix, cells, display.line)
     build_seconds = time.monotonic() - t0
-    workers = _Workers(runs, paths, extra, jobs)
+    workers = _Workers(runs, paths, extra, jobs, load_before)
     interrupted_by = 130
     try:
         workers.run_all(display)

@@ -12,17 +12,31 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
 from harness.readiness.inputs import bench_files, load_cells, load_cost, load_rehearsals, run_info
 from harness.readiness.model import Report, upgrades, with_rehearsals
 from harness.readiness.status import Status
-from harness.redaction import redact_obj
+from harness.redaction import redact, redact_obj
 from harness.versions import REPO_ROOT
 
 TEMPLATES = REPO_ROOT / "reports" / "templates"
+
+
+@dataclass(frozen=True)
+class Lead:
+    """A section the report opens on, rendered by whoever made it (the command line passes
+    the diff against a baseline night): an HTML fragment, Markdown, and JSON that becomes the
+    JSON report's first key, `key`."""
+
+    key: str
+    html: str
+    md: str
+    json: dict[str, Any]
 
 
 def build_report(
@@ -55,24 +69,31 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def render(report: Report) -> dict[str, str]:
+def render(report: Report, lead: Lead | None = None) -> dict[str, str]:
     report = redact_obj(report)  # summaries and matrix.json notes of older or foreign runs too
+    if lead is not None:  # its messages come from the same summaries
+        lead = Lead(lead.key, redact(lead.html), redact(lead.md), redact_obj(lead.json))
     env = _env()
-    context = {"r": report, "Status": Status}
+    context = {"r": report, "Status": Status, "lead": lead}
+    doc = {lead.key: lead.json, **report.to_json()} if lead else report.to_json()
     return {
         "readiness.html": env.get_template("readiness.html.j2").render(context),
         "readiness.md": env.get_template("readiness.md.j2").render(context),
-        "readiness.json": json.dumps(report.to_json(), indent=2) + "\n",
+        "readiness.json": json.dumps(doc, indent=2) + "\n",
     }
 
 
 def write_report(
-    dirs: Sequence[Path], out: Path, bench: Path | None = None, rehearsals: Sequence[Path] = ()
+    dirs: Sequence[Path],
+    out: Path,
+    bench: Path | None = None,
+    rehearsals: Sequence[Path] = (),
+    lead: Lead | None = None,
 ) -> list[Path]:
     report = build_report(dirs, bench, rehearsals=rehearsals)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in render(report).items():
+    for name, text in render(report, lead).items():
         path = out / name
         path.write_text(text)
         written.append(path)

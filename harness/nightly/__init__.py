@@ -1,0 +1,28 @@
+"""The nightly's memory: one night's merged result (night.json), read back as the next night's
+baseline, and what changed between the two per cell and test (new failures, fixes, newly
+skipped tests, slower tests). night.py is the model, load.py reads nights, diff.py compares
+them, render.py writes the section a report opens on. Unaware of the readiness report: the
+command line puts the two together."""
+
+from __future__ import annotations
+
+from harness.nightly.diff import DEFAULT_SLOWER_BY, MIN_SLOWER_SECONDS, NEW_FAILURE_EXIT, Diff, Entry, compare
+from harness.nightly.load import NIGHT_JSON, load_baseline, load_tonight
+from harness.nightly.night import Night, NightError
+from harness.nightly.render import Rendered, render_diff
+
+__all__ = [
+    "DEFAULT_SLOWER_BY",
+    "MIN_SLOWER_SECONDS",
+    "NEW_FAILURE_EXIT",
+    "NIGHT_JSON",
+    "Diff",
+    "Entry",
+    "Night",
+    "NightError",
+    "Rendered",
+    "compare",
+    "load_baseline",
+    "load_tonight",
+    "render_diff",
+]

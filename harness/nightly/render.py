@@ -1,0 +1,59 @@
+"""The diff against a baseline as the section a report opens on: an HTML fragment (inline
+styles, no scripts, no URLs), Markdown (also the CI job summary) and JSON, from the jinja2
+templates reports/templates/baseline.{html,md}.j2."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+
+from harness.nightly.diff import KINDS, Diff, Entry
+from harness.versions import REPO_ROOT
+
+TEMPLATES = REPO_ROOT / "reports" / "templates"
+WHAT = {
+    "new failure": "failed tonight, did not fail in the baseline",
+    "fixed": "failed in the baseline, passes tonight",
+    "still failing": "failed on both nights",
+    "newly skipped": "skipped tonight: ran in the baseline, or was skipped for another reason",
+    "slower": "passed on both nights, took longer beyond the threshold",
+    "not in baseline": "tonight's cells and tests the baseline cannot be compared on",
+    "not run tonight": "in the baseline, not in tonight's results",
+}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    html: str  # a fragment, to open a page on
+    md: str
+    json: dict[str, Any]
+
+
+def _by_cell(entries: list[Entry]) -> list[tuple[str, list[Entry]]]:
+    out: dict[str, list[Entry]] = {}
+    for e in entries:
+        out.setdefault(e.cell, []).append(e)
+    return list(out.items())
+
+
+def render_diff(diff: Diff, tonight: str, baseline: str) -> Rendered:
+    """`tonight` and `baseline`: what was compared, in words (the sources)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(["html", "html.j2"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+    sections = [(k, WHAT[k], len(diff.of(k)), _by_cell(diff.of(k))) for k in KINDS if diff.of(k)]
+    context = {"d": diff, "sections": sections, "tonight": tonight, "baseline": baseline}
+    doc = {"tonight": tonight, "baseline": baseline, **diff.to_json()}
+    return Rendered(
+        env.get_template("baseline.html.j2").render(context),
+        env.get_template("baseline.md.j2").render(context),
+        doc,
+    )
