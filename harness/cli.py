@@ -62,7 +62,8 @@ def cmd_versions(_: argparse.Namespace) -> int:
             eta = expected_seconds(f"k8slocal {minor.name}", matrix)
             how_long = f", a build of ~{eta / 60:.0f} min" if eta else ""
             status = f"not built (`make controlplane K8S={minor.name}`{how_long})"
-        print(f"{minor.name}{default}  {minor.kubernetes}  profiles={','.join(minor.profiles)}  {status}")
+        go = f" (GOTOOLCHAIN={minor.go_toolchain})" if minor.go_toolchain else ""
+        print(f"{minor.name}{default}  {minor.kubernetes}{go}  profiles={','.join(minor.profiles)}  {status}")
     return 0
 
 

@@ -276,3 +276,33 @@ def shared_device_holds_counters(version: Version) -> bool:
     counters there (counters and devices share one slice before 1.35) was not traced here.
     """
     return version != (1, 35)
+
+
+def dynamic_resource_allocation_gate(version: Version) -> bool:
+    """Does the minor still have the DynamicResourceAllocation feature gate (GA and locked since
+    1.34), so a component or scheduler_perf test case may name it?
+
+    1.34.4-1.37.2: yes — pkg/features/kube_features.go; scheduler_perf serves resource.k8s.io
+    and runs the resourceclaim controller only for a test case that enables it
+    (test/integration/scheduler_perf/util.go mustSetupCluster @ v1.37.2 lines 97 and 150).
+    1.38.0-beta.0: no — the gate is gone from pkg/features/kube_features.go (a component that
+    is given it refuses to start), and scheduler_perf runs the resourceclaim controller for
+    every test case (util.go line 155 @ v1.38.0-beta.0).
+    """
+    return version < (1, 38)
+
+
+def resource_v1beta1_served(version: Version) -> bool:
+    """Can the API server serve resource.k8s.io/v1beta1 (with runtime-config; off by default
+    since 1.34)?
+
+    1.34.4-1.37.2: yes, deprecated in 1.35 (k8s.io/api resource/v1beta1/
+    zz_generated.prerelease-lifecycle.go @ v0.37.2: APILifecycleRemoved 1, 38).
+    1.38.0-beta.0: no. The same file @ v0.38.0-beta.0 lines 38-40 (DeviceClass; every kind
+    alike) says removed in 1.38, and k8s.io/apiserver pkg/server/deleted_kinds.go
+    ShouldServeForVersion (line 150 @ v0.38.0-beta.0) stops serving a kind in its removal
+    release (a beta build included; only an alpha build, line 164, or the environment variable
+    KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE, line 167, keep it), so no runtime-config
+    brings it back; the dra-all profile of 1.38 does not ask for it (versions.toml).
+    """
+    return version < (1, 38)
