@@ -306,3 +306,30 @@ def resource_v1beta1_served(version: Version) -> bool:
     brings it back; the dra-all profile of 1.38 does not ask for it (versions.toml).
     """
     return version < (1, 38)
+
+
+def gang_unschedulable_message(minor: str) -> str:
+    """The PodGroup condition message when a gang of 5 pods fits 4 (every pod evaluated, none to
+    preempt), on the minors that write one (1.36+).
+
+    1.36.3: schedule_one_podgroup.go errPodGroupUnschedulable.
+    1.37.2: pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go line 496
+    PlacementFeasible "minCount (%d) cannot be satisfied: %d scheduled, %d remaining", plus the
+    pod group preemption status (framework/preemption/podgrouppreemption.go).
+    1.38.0-beta.0: gangscheduling.go line 240 reworded, counting unschedulable and not-evaluated
+    pods apart: "scheduling policy's minimum threshold (%d) cannot be satisfied: %d scheduled,
+    %d unschedulable, %d not-evaluated"; between it and the preemption part (as before:
+    framework/plugins/defaultpreemption/default_preemption.go line 510,
+    framework/preemption/podgrouppreemption.go line 86) now comes the status of the DRA plugin's
+    PodGroupPostFilter, plugins/dynamicresources/dynamicresources.go line 1273 "deallocation and
+    deletion of ResourceClaims completed" (the same status @ v1.37.2 line 1284 did not reach the
+    condition; observed on the 1.38 cell for claim and extended-resource gangs alike).
+    """
+    preemption = "pod group preemption: No preemption victims found for incoming preemptor"
+    return {
+        "1.36": "pod group is unschedulable",
+        "1.37": f"minCount (5) cannot be satisfied: 4 scheduled, 0 remaining, {preemption}",
+        "1.38": "scheduling policy's minimum threshold (5) cannot be satisfied: 4 scheduled, "
+        "1 unschedulable, 0 not-evaluated, deallocation and deletion of ResourceClaims completed, "
+        + preemption,
+    }[minor]
