@@ -57,7 +57,10 @@ def cmd_versions(_: argparse.Namespace) -> int:
         if minor.unavailable:
             status = f"unavailable: {minor.unavailable}"
         elif controlplane_built(minor):
-            status = "built" + (", kubelet built" if kubelet_built(minor) else ", kubelet not built")
+            kubelet = "kubelet built" if kubelet_built(minor) else "kubelet not built"
+            if minor.kubelet_unavailable:
+                kubelet = "kubelet unavailable"
+            status = f"built, {kubelet}"
         else:
             eta = expected_seconds(f"k8slocal {minor.name}", matrix)
             how_long = f", a build of ~{eta / 60:.0f} min" if eta else ""

@@ -67,6 +67,8 @@ class Minor:
     # command from the module proxy), when its go.mod needs a newer Go than the machines have;
     # "" builds with the local Go.
     go_toolchain: str = ""
+    # Why this minor's kubelet cannot be built here (its control plane can); "" when it can.
+    kubelet_unavailable: str = ""
 
     @property
     def number(self) -> tuple[int, int]:
@@ -176,6 +178,7 @@ def _minor(name: str, data: Any, source: str) -> Minor:
         profiles=profiles,
         unavailable=_str(data, "unavailable", where, optional=True),
         go_toolchain=toolchain,
+        kubelet_unavailable=_str(data, "kubelet_unavailable", where, optional=True),
     )
 
 

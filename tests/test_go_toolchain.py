@@ -80,3 +80,19 @@ def test_a_toolchain_that_cannot_be_fetched_is_one_line(tmp_path: Path) -> None:
         f"v1.38.0-beta.0 needs: go: download go1.27.3 for {'/'.join(platform)}: toolchain not available\n"
     )
     assert not (tmp_path / "cache" / "dra-harness" / "bin" / "v1.38.0-beta.0" / "k8slocal").exists()
+
+
+def test_a_kubelet_that_cannot_be_built_is_refused_with_its_reason_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "controlplane", "build", "-k", "1.38", "--nodes-only"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "dra-harness: the kubelet v1.38.0-beta.0 cannot be built: sigs.k8s.io/iptables-wrappers@v1.0.0 "
+        "(pkg/kubelet/kubelet_network_linux.go imports it) is not on the Go module proxy\n"
+    )

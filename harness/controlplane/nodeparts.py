@@ -96,8 +96,14 @@ def kubelet_built(minor: Minor) -> Path | None:
     return binary if binary.exists() and _fresh(binary, _kubelet_digest(minor)) else None
 
 
+def _refuse_unavailable_kubelet(minor: Minor) -> None:
+    if minor.kubelet_unavailable:
+        raise HarnessError(f"the kubelet {minor.kubernetes} cannot be built: {minor.kubelet_unavailable}")
+
+
 def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
     """Build (or reuse) the kubelet of `minor` from its modfile, stamped like k8slocal."""
+    _refuse_unavailable_kubelet(minor)
     mod = modfile_path(minor)
     check_go(mod, f"the kubelet {minor.kubernetes}", minor)
     binary = kubelet_path(minor)
@@ -255,6 +261,7 @@ def node_parts(minor: Minor, matrix: Matrix) -> NodeBinaries:
     how = (
         f"run `dra-harness controlplane build -k {minor.name} --nodes` (or `make nodeparts K8S={minor.name}`)"
     )
+    _refuse_unavailable_kubelet(minor)
     kubelet = kubelet_built(minor)
     if kubelet is None:
         raise HarnessError(f"the kubelet {minor.kubernetes} is not built: {how}")
