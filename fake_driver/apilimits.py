@@ -1,7 +1,9 @@
 """Kubernetes resource.k8s.io API facts per server minor (not driver facts).
 
 Confirmed against k8s.io/api resource/v1/types.go at v0.34.4, v0.35.4, v0.36.3, v0.37.2 and
-kubernetes pkg/apis/resource/validation/validation.go at v1.34.4 / v1.35.4.
+kubernetes pkg/apis/resource/validation/validation.go at v1.34.4 / v1.35.4; the limits below
+are unchanged at v0.38.0-beta.0 (resource/v1/types.go lines 340-369 and 813). The driver
+writes resource.k8s.io/v1 only, which every minor here serves (1.38 no longer serves v1beta1).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ CONSUMABLE_CAPACITY_SINCE: Minor = (1, 34)
 # resource.k8s.io/v1 is served from 1.34.
 V1_SINCE: Minor = (1, 34)
 
-SUPPORTED_MINORS: tuple[Minor, ...] = ((1, 34), (1, 35), (1, 36), (1, 37))
+SUPPORTED_MINORS: tuple[Minor, ...] = ((1, 34), (1, 35), (1, 36), (1, 37), (1, 38))
 
 # Fields the API server silently drops when a feature gate is off, with that gate: used to
 # turn "the server ignored my field" into an error that names field and gate.

@@ -57,12 +57,16 @@ def cmd_versions(_: argparse.Namespace) -> int:
         if minor.unavailable:
             status = f"unavailable: {minor.unavailable}"
         elif controlplane_built(minor):
-            status = "built" + (", kubelet built" if kubelet_built(minor) else ", kubelet not built")
+            kubelet = "kubelet built" if kubelet_built(minor) else "kubelet not built"
+            if minor.kubelet_unavailable:
+                kubelet = "kubelet unavailable"
+            status = f"built, {kubelet}"
         else:
             eta = expected_seconds(f"k8slocal {minor.name}", matrix)
             how_long = f", a build of ~{eta / 60:.0f} min" if eta else ""
             status = f"not built (`make controlplane K8S={minor.name}`{how_long})"
-        print(f"{minor.name}{default}  {minor.kubernetes}  profiles={','.join(minor.profiles)}  {status}")
+        go = f" (GOTOOLCHAIN={minor.go_toolchain})" if minor.go_toolchain else ""
+        print(f"{minor.name}{default}  {minor.kubernetes}{go}  profiles={','.join(minor.profiles)}  {status}")
     return 0
 
 
@@ -300,7 +304,7 @@ def _run_parsers(sub: Subparsers) -> None:
         "--cells",
         action="append",
         help="cells to run: <minor>/<personality>/<profile>, comma-separated or repeated, * wildcards, "
-        "or 'all' (default: the 1.37 and 1.36 dra-all cells for nvidia-v25.12 and nvidia-v0.4)",
+        "or 'all' (default: the 1.38, 1.37 and 1.36 dra-all cells for nvidia-v25.12 and nvidia-v0.4)",
     )
     mx.add_argument("-j", "--jobs", type=positive_int, default=2, help="cells at a time (default 2)")
     mx.add_argument("-n", "--xdist", type=nonnegative_int, default=0, help="pytest-xdist workers per cell")

@@ -320,3 +320,60 @@ def deleting_a_class_drops_a_shared_mapping(version: Version) -> bool:
     ambiguous_mapping_outcome. 1.34.4 rebuilds the mapping every cycle, so no.
     """
     return version >= (1, 35)
+
+
+def dynamic_resource_allocation_gate(version: Version) -> bool:
+    """Does the minor still have the DynamicResourceAllocation feature gate (GA and locked since
+    1.34), so a component or scheduler_perf test case may name it?
+
+    1.34.4-1.37.2: yes — pkg/features/kube_features.go; scheduler_perf serves resource.k8s.io
+    and runs the resourceclaim controller only for a test case that enables it
+    (test/integration/scheduler_perf/util.go mustSetupCluster @ v1.37.2 lines 97 and 150).
+    1.38.0-beta.0: no — the gate is gone from pkg/features/kube_features.go (a component that
+    is given it refuses to start), and scheduler_perf runs the resourceclaim controller for
+    every test case (util.go line 155 @ v1.38.0-beta.0).
+    """
+    return version < (1, 38)
+
+
+def resource_v1beta1_served(version: Version) -> bool:
+    """Can the API server serve resource.k8s.io/v1beta1 (with runtime-config; off by default
+    since 1.34)?
+
+    1.34.4-1.37.2: yes, deprecated in 1.35 (k8s.io/api resource/v1beta1/
+    zz_generated.prerelease-lifecycle.go @ v0.37.2: APILifecycleRemoved 1, 38).
+    1.38.0-beta.0: no. The same file @ v0.38.0-beta.0 lines 38-40 (DeviceClass; every kind
+    alike) says removed in 1.38, and k8s.io/apiserver pkg/server/deleted_kinds.go
+    ShouldServeForVersion (line 150 @ v0.38.0-beta.0) stops serving a kind in its removal
+    release (a beta build included; only an alpha build, line 164, or the environment variable
+    KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE, line 167, keep it), so no runtime-config
+    brings it back; the dra-all profile of 1.38 does not ask for it (versions.toml).
+    """
+    return version < (1, 38)
+
+
+def gang_unschedulable_message(minor: str) -> str:
+    """The PodGroup condition message when a gang of 5 pods fits 4 (every pod evaluated, none to
+    preempt), on the minors that write one (1.36+).
+
+    1.36.3: schedule_one_podgroup.go errPodGroupUnschedulable.
+    1.37.2: pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go line 496
+    PlacementFeasible "minCount (%d) cannot be satisfied: %d scheduled, %d remaining", plus the
+    pod group preemption status (framework/preemption/podgrouppreemption.go).
+    1.38.0-beta.0: gangscheduling.go line 240 reworded, counting unschedulable and not-evaluated
+    pods apart: "scheduling policy's minimum threshold (%d) cannot be satisfied: %d scheduled,
+    %d unschedulable, %d not-evaluated"; between it and the preemption part (as before:
+    framework/plugins/defaultpreemption/default_preemption.go line 510,
+    framework/preemption/podgrouppreemption.go line 86) now comes the status of the DRA plugin's
+    PodGroupPostFilter, plugins/dynamicresources/dynamicresources.go line 1273 "deallocation and
+    deletion of ResourceClaims completed" (the same status @ v1.37.2 line 1284 did not reach the
+    condition; observed on the 1.38 cell for claim and extended-resource gangs alike).
+    """
+    preemption = "pod group preemption: No preemption victims found for incoming preemptor"
+    return {
+        "1.36": "pod group is unschedulable",
+        "1.37": f"minCount (5) cannot be satisfied: 4 scheduled, 0 remaining, {preemption}",
+        "1.38": "scheduling policy's minimum threshold (5) cannot be satisfied: 4 scheduled, "
+        "1 unschedulable, 0 not-evaluated, deallocation and deletion of ResourceClaims completed, "
+        + preemption,
+    }[minor]

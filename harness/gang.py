@@ -1,5 +1,5 @@
 """Gang scheduling objects (KEP-4671 Workload API) for every minor that has them, behind one
-builder, so a gang test reads the same on 1.35, 1.36 and 1.37.
+builder, so a gang test reads the same on 1.35, 1.36, 1.37 and 1.38.
 
     api = gang_api(cell.minor)
     for obj in gang_objects(api, "train", namespace, min_count=4):
@@ -15,6 +15,10 @@ What each minor serves (checked against k8s.io/api and the scheduler at the pinn
   the scheduler writes the PodGroup condition PodGroupScheduled.
 - 1.37: scheduling.k8s.io/v1beta1; Workload + PodGroup (spec.workloadRef{workloadName,
   templateName}); spec.schedulingGroup; condition PodGroupInitiallyScheduled.
+
+- 1.38: as 1.37 (k8s.io/api scheduling/v1beta1/types.go @ v0.38.0-beta.0 line 759
+  PodGroupInitiallyScheduled; the scheduler patches PodGroup status through SchedulingV1beta1,
+  pkg/scheduler/util/utils.go line 192 @ v1.38.0-beta.0).
 
 1.37 also has v1alpha3 (Workload, PodGroup, CompositePodGroup), but its scheduler watches
 PodGroups through v1beta1 only (v1alpha3 only for CompositePodGroup), so v1beta1 is the one
@@ -49,6 +53,7 @@ _APIS: dict[str, GangApi] = {
     "1.35": GangApi("1.35", "v1alpha1", has_pod_group=False, scheduled_condition=None),
     "1.36": GangApi("1.36", "v1alpha2", has_pod_group=True, scheduled_condition="PodGroupScheduled"),
     "1.37": GangApi("1.37", "v1beta1", has_pod_group=True, scheduled_condition="PodGroupInitiallyScheduled"),
+    "1.38": GangApi("1.38", "v1beta1", has_pod_group=True, scheduled_condition="PodGroupInitiallyScheduled"),
 }
 
 

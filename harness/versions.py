@@ -6,6 +6,7 @@ version reads it from here; malformed files and unknown names fail with one line
 
 from __future__ import annotations
 
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 from harness.errors import HarnessError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+_TOOLCHAIN = re.compile(r"go1\.\d+\.\d+")
 
 
 def _versions_file() -> Path:
@@ -61,6 +63,12 @@ class Minor:
     scheduling_api: str
     profiles: dict[str, GateProfile]
     unavailable: str  # why this minor cannot be built here; "" when it can
+    # The Go toolchain every go command of this minor runs with (GOTOOLCHAIN, fetched by the go
+    # command from the module proxy), when its go.mod needs a newer Go than the machines have;
+    # "" builds with the local Go.
+    go_toolchain: str = ""
+    # Why this minor's kubelet cannot be built here (its control plane can); "" when it can.
+    kubelet_unavailable: str = ""
 
     @property
     def number(self) -> tuple[int, int]:
@@ -155,6 +163,9 @@ def _minor(name: str, data: Any, source: str) -> Minor:
     if not kubernetes.startswith(f"v{name}.") or not staging.startswith(f"v0.{parts[1]}."):
         raise VersionsError(f"{where}: kubernetes {kubernetes!r} / staging {staging!r} do not match {name}")
     profiles = {p: _profile(p, d, where) for p, d in _table(data, "profiles", where).items()}
+    toolchain = _str(data, "go_toolchain", where, optional=True)
+    if toolchain and not _TOOLCHAIN.fullmatch(toolchain):
+        raise VersionsError(f'{where}: go_toolchain {toolchain!r} is not a Go release like "go1.27.3"')
     if not profiles:
         raise VersionsError(f"{where}: needs at least one gate profile")
     return Minor(
@@ -166,6 +177,8 @@ def _minor(name: str, data: Any, source: str) -> Minor:
         scheduling_api=_str(data, "scheduling_api", where, optional=True),
         profiles=profiles,
         unavailable=_str(data, "unavailable", where, optional=True),
+        go_toolchain=toolchain,
+        kubelet_unavailable=_str(data, "kubelet_unavailable", where, optional=True),
     )
 
 

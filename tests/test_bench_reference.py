@@ -50,6 +50,13 @@ def test_config_has_one_test_case_per_mode_with_the_bench_fleet() -> None:
     assert cfg.bench_filter("claims") == "^BenchmarkPerfScheduling$/^DRAHarness_claims$/^100nodes_200pods$"
 
 
+def test_config_names_the_dynamic_resource_allocation_gate_only_where_it_exists() -> None:
+    # 1.38 dropped the gate (a scheduler_perf case naming it fails) and always serves DRA.
+    for minor, gates in (("1.37", {"DynamicResourceAllocation": True}), ("1.38", {})):
+        cases = json.loads(render(MODES, 10, 20, minor, "v1").files["performance-config.yaml"])
+        assert [c["featureGates"] for c in cases] == [gates] * len(MODES)
+
+
 def test_config_templates_index_nodes_and_slices_and_drop_names() -> None:
     files = render(MODES, 10, 20, "1.37", "v1").files
     legacy, node = json.loads(files["node-legacy.yaml"]), json.loads(files["node.yaml"])

@@ -90,7 +90,7 @@ def test_a_second_controlplane_build_waits_for_the_first_and_reuses_it(
         assert release.wait(WAIT)
         binary.write_text("k8slocal")
 
-    monkeypatch.setattr(build, "check_go", lambda mod, what: None)
+    monkeypatch.setattr(build, "check_go", lambda mod, what, minor=None: None)
     monkeypatch.setattr(build, "_inputs_hash", lambda minor: "inputs")
     monkeypatch.setattr(build, "_build_controlplane", slow_build)
     lines: list[str] = []

@@ -18,7 +18,7 @@ from tests.cli import run_cli
     [
         (
             ("cluster", "up", "-k", "1.99"),
-            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37",
+            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37, 1.38",
         ),
         (
             ("cluster", "up", "-g", "everything"),
@@ -26,15 +26,15 @@ from tests.cli import run_cli
         ),
         (
             ("controlplane", "build", "-k", "2.0"),
-            "dra-harness: unknown Kubernetes version '2.0'; valid: 1.34, 1.35, 1.36, 1.37",
+            "dra-harness: unknown Kubernetes version '2.0'; valid: 1.34, 1.35, 1.36, 1.37, 1.38",
         ),
         (
             ("run", "-k", "1.99"),
-            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37",
+            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37, 1.38",
         ),
         (
             ("bench", "-k", "1.37,1.99"),
-            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37",
+            "dra-harness: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37, 1.38",
         ),
         (
             ("bench", "--modes", "plain,dra"),
@@ -73,8 +73,9 @@ def test_a_wait_that_runs_out_is_its_name_and_last_state_not_a_traceback(
 def test_versions_lists_every_minor_with_its_release() -> None:
     done = run_cli("versions")
     assert done.returncode == 0
-    assert [line.split()[0] for line in done.stdout.splitlines()] == ["1.34", "1.35", "1.36", "1.37"]
-    assert "1.37 (default)  v1.37.2" in done.stdout
+    assert [line.split()[0] for line in done.stdout.splitlines()] == ["1.34", "1.35", "1.36", "1.37", "1.38"]
+    assert "1.37 (default)  v1.37.2  profiles" in done.stdout
+    assert "1.38  v1.38.0-beta.0 (GOTOOLCHAIN=go1.27.3)  profiles" in done.stdout
 
 
 def test_pytest_refuses_an_unknown_version_with_one_line() -> None:
@@ -86,4 +87,5 @@ def test_pytest_refuses_an_unknown_version_with_one_line() -> None:
         check=False,
     )
     assert done.returncode == 4
-    assert done.stderr.strip() == "ERROR: unknown Kubernetes version '1.99'; valid: 1.34, 1.35, 1.36, 1.37"
+    valid = "1.34, 1.35, 1.36, 1.37, 1.38"
+    assert done.stderr.strip() == f"ERROR: unknown Kubernetes version '1.99'; valid: {valid}"

@@ -41,7 +41,11 @@ def test_make_test_builds_the_control_plane_of_every_minor_its_checks_start(
     pytestconfig: pytest.Config,
 ) -> None:
     names = {p.name for p in parts.parts_for("test", MATRIX)}
-    assert {f"kubelet {m}" for m in MATRIX.minors} <= names  # the skew table's kubelets
+    default = MATRIX.minor(MATRIX.default_minor).number
+    # The skew table's kubelets: every minor up to the default (a newer one, 1.38 before its
+    # release, is built by `make test-minors`, not within CI's budget).
+    skew = {f"kubelet {m.name}" for m in MATRIX.minors.values() if m.number <= default}
+    assert skew <= names
     if not pytestconfig.getoption("--every-minor"):
         assert {f"k8slocal {m}" for m in minors_to_check(pytestconfig)} <= names
 

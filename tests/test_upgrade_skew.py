@@ -56,6 +56,12 @@ def test_the_scheduling_alpha_storage_is_stranded_by_1_37_and_its_beta_by_the_wa
     assert storage_drops("1.34", "1.35") == []
 
 
+def test_1_38_strands_only_composite_pod_groups_on_the_way_back_to_1_37() -> None:
+    assert storage_drops("1.37", "1.38") == []
+    [drop] = storage_drops("1.38", "1.37")
+    assert (drop.group_version, drop.resources) == ("scheduling.k8s.io/v1beta1", ("compositepodgroups",))
+
+
 def test_an_upgrade_swaps_the_kubelets_of_the_old_minor_unless_they_are_kept() -> None:
     kubelets = {"a": "1.36", "b": "1.34", "c": "1.36"}
     assert nodes_to_swap(kubelets, "1.36", "1.37", "drain") == ["a", "c"]

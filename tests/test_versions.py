@@ -27,13 +27,30 @@ runtime_config = { "scheduling.k8s.io/v1beta1" = "true" }
 """
 
 
-def test_the_repository_matrix_covers_1_34_to_1_37_with_both_profiles() -> None:
+def test_the_repository_matrix_covers_1_34_to_1_38_with_both_profiles() -> None:
     matrix = load_matrix()
-    assert list(matrix.minors) == ["1.34", "1.35", "1.36", "1.37"]
-    assert [m.kubernetes for m in matrix.minors.values()] == ["v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2"]
-    assert [m.staging for m in matrix.minors.values()] == ["v0.34.4", "v0.35.4", "v0.36.3", "v0.37.2"]
+    assert list(matrix.minors) == ["1.34", "1.35", "1.36", "1.37", "1.38"]
+    releases = [m.kubernetes for m in matrix.minors.values()]
+    assert releases == ["v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2", "v1.38.0-beta.0"]
+    stagings = [m.staging for m in matrix.minors.values()]
+    assert stagings == ["v0.34.4", "v0.35.4", "v0.36.3", "v0.37.2", "v0.38.0-beta.0"]
     assert all(set(m.profiles) == {"defaults", "dra-all"} for m in matrix.minors.values())
+    # 1.38 is not released: the default stays on 1.37.
     assert (matrix.default_minor, matrix.default_profile) == ("1.37", "dra-all")
+
+
+def test_only_1_38_builds_with_a_go_toolchain_of_its_own() -> None:
+    toolchains = {m.name: m.go_toolchain for m in load_matrix().minors.values()}
+    assert toolchains == {"1.34": "", "1.35": "", "1.36": "", "1.37": "", "1.38": "go1.27.3"}
+
+
+def test_a_go_toolchain_that_is_not_a_go_release_is_refused() -> None:
+    bad = GOOD.replace('staging = "v0.37.2"', 'staging = "v0.37.2"\ngo_toolchain = "1.27"')
+    with pytest.raises(VersionsError) as err:
+        parse_matrix(bad)
+    assert str(err.value) == (
+        "versions.toml: minors.'1.37': go_toolchain '1.27' is not a Go release like \"go1.27.3\""
+    )
 
 
 def test_defaults_profile_enables_nothing_beyond_the_release() -> None:

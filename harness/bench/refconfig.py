@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from fake_driver.apilimits import parse_minor
 from fake_driver.slices import render_node
+from harness import expectations
 from harness.bench.modes import (
     GPU,
     GPUS_PER_NODE,
@@ -118,16 +119,23 @@ def render(
         cases.append(
             {
                 "name": names[mode],
-                # Named, not left to its default: the framework starts the resourceclaim
-                # controller (claims from templates) and serves resource.k8s.io only when a
-                # test case enables this gate (scheduler_perf util.go mustSetupCluster).
-                "featureGates": {"DynamicResourceAllocation": True},
+                # Named, not left to its default, where the gate exists: the framework starts
+                # the resourceclaim controller (claims from templates) and serves
+                # resource.k8s.io only when a test case enables it (scheduler_perf util.go
+                # mustSetupCluster); 1.38 has no such gate and always does both.
+                "featureGates": _feature_gates(minor),
                 "workloadTemplate": ops,
                 "workloads": [{"name": workload, "params": {"nodes": nodes, "pods": pods}}],
             }
         )
     files["performance-config.yaml"] = _dump(cases)
     return RefConfig(files, names, workload)
+
+
+def _feature_gates(minor: str) -> dict[str, bool]:
+    if expectations.dynamic_resource_allocation_gate(parse_minor(minor)):
+        return {"DynamicResourceAllocation": True}
+    return {}
 
 
 def _node_file(mode: str) -> str:

@@ -89,6 +89,16 @@ STORAGE_DROPS = (
         "v1beta1 and v1alpha2 only",
     ),
     StorageDrop(
+        "1.38",
+        "1.37",
+        "scheduling.k8s.io/v1beta1",
+        ("compositepodgroups",),
+        "kubernetes/kubernetes pkg/kubeapiserver/default_storage_factory_builder.go@v1.38.0-beta.0 "
+        "line 91 stores compositepodgroups as v1beta1 (v1alpha3 @v1.37.2); "
+        "staging/src/k8s.io/api/scheduling/v1beta1/register.go@v1.37.2 registers PriorityClass, "
+        "Workload and PodGroup only (CompositePodGroup from @v1.38.0-beta.0 line 53)",
+    ),
+    StorageDrop(
         "1.36",
         "1.35",
         "scheduling.k8s.io/v1alpha2",

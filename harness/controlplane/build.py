@@ -50,17 +50,41 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def go_version() -> tuple[int, int, int]:
+def go_version(minor: Minor | None = None) -> tuple[int, int, int]:
+    """The version of the Go that builds `minor` (its go_toolchain, fetched by the go command
+    on first use), or of the local Go."""
     go = shutil.which("go")
     if go is None:
         raise HarnessError(
             "Go is not installed (no `go` on PATH); the local provider builds Kubernetes with it"
         )
-    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False).stdout
+    done = subprocess.run(
+        [go, "env", "GOVERSION"],
+        env=_go_env(minor),
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    out = done.stdout
+    if done.returncode != 0 and minor is not None and minor.go_toolchain:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise HarnessError(
+            f"cannot fetch the Go toolchain GOTOOLCHAIN={minor.go_toolchain} that Kubernetes "
+            f"{minor.kubernetes} needs: {lines[-1].strip() if lines else f'exit {done.returncode}'}"
+        )
     m = re.match(r"go(\d+)\.(\d+)(?:\.(\d+))?", out.strip())
     if not m:
         raise HarnessError(f"cannot tell the Go version from `go env GOVERSION`: {out.strip()!r}")
     return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def go_identity(minor: Minor) -> str:
+    """What names the Go that builds `minor`, for the inputs hashes: its go_toolchain (without
+    running go, so a check never fetches a toolchain), else the local Go's version."""
+    if minor.go_toolchain:
+        return f"GOTOOLCHAIN={minor.go_toolchain}"
+    return ".".join(map(str, go_version()))
 
 
 def required_go(modfile: Path) -> tuple[int, int, int]:
@@ -70,8 +94,14 @@ def required_go(modfile: Path) -> tuple[int, int, int]:
     return int(m[1]), int(m[2]), int(m[3] or 0)
 
 
-def check_go(modfile: Path, what: str) -> None:
-    have, need = go_version(), required_go(modfile)
+def check_go(modfile: Path, what: str, minor: Minor | None = None) -> None:
+    """The Go that builds `minor` (fetching its toolchain first) can build `modfile`."""
+    have, need = go_version(minor), required_go(modfile)
+    if have < need and minor is not None and minor.go_toolchain:
+        raise HarnessError(
+            f"versions.toml go_toolchain {minor.go_toolchain} of {minor.name} is older than the "
+            f"Go {'.'.join(map(str, need))} {what} needs"
+        )
     if have < need:
         raise HarnessError(
             f"Go {'.'.join(map(str, need))} or newer is needed to build {what}; "
@@ -102,20 +132,30 @@ def _inputs_hash(minor: Minor) -> str:
     for path in [mod, mod.with_suffix(".sum"), *sorted((CONTROLPLANE_DIR / "cmd").rglob("*.go"))]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    h.update(".".join(map(str, go_version())).encode())
+    h.update(go_identity(minor).encode())
     h.update(ldflags(minor).encode())
     return h.hexdigest()
 
 
-def _go_env() -> dict[str, str]:
+def _go_env(minor: Minor | None = None) -> dict[str, str]:
+    """The environment of every go command; for a minor with a go_toolchain (versions.toml),
+    GOTOOLCHAIN names it, so the go command fetches and runs that release whatever Go is local."""
     env = dict(os.environ)
     env.setdefault("GOFLAGS", "-mod=mod")
     env["CGO_ENABLED"] = "0"  # static binary; no C toolchain quirks
+    if minor is not None and minor.go_toolchain:
+        env["GOTOOLCHAIN"] = minor.go_toolchain
     return env
 
 
 def _run_with_progress(
-    cmd: list[str], total: int, label: str, cwd: Path, progress: Progress, expected: float | None = None
+    cmd: list[str],
+    total: int,
+    label: str,
+    cwd: Path,
+    progress: Progress,
+    expected: float | None = None,
+    env: dict[str, str] | None = None,
 ) -> None:
     """Run `go build -v`, turning its one-line-per-package output into a progress line, with
     the time left by the `expected` duration (measured here, or the budget) when there is one."""
@@ -123,7 +163,7 @@ def _run_with_progress(
     built, next_report = 0, 0.0
     tail: list[str] = []
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd, cwd=cwd, env=env or _go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -170,7 +210,7 @@ def ensure_controlplane(minor: Minor, progress: Progress = _stderr) -> Path:
     mod = modfile_path(minor)
     if not mod.exists():
         raise HarnessError(f"{mod} is missing; run `python -m harness.controlplane.modfile {minor.name}`")
-    check_go(mod, f"Kubernetes {minor.kubernetes}")
+    check_go(mod, f"Kubernetes {minor.kubernetes}", minor)
     binary = binary_path(minor)
 
     def build() -> None:
@@ -212,24 +252,25 @@ def _build_controlplane(minor: Minor, binary: Path, progress: Progress) -> None:
     modflag = f"-modfile={mod.relative_to(CONTROLPLANE_DIR)}"
     progress(f"building k8slocal {minor.kubernetes} into {binary} ({expectation(f'k8slocal {minor.name}')})")
     label, part = f"k8slocal {minor.kubernetes}", f"k8slocal {minor.name}"
-    go_build(modflag, MAIN_PACKAGE, binary, ldflags(minor), label, progress, expected_seconds(part))
+    go_build(minor, modflag, MAIN_PACKAGE, binary, label, progress, expected_seconds(part))
 
 
 def go_build(
+    minor: Minor,
     modflag: str,
     package: str,
     binary: Path,
-    flags: str,
     label: str,
     progress: Progress,
     expected: float | None = None,
 ) -> None:
-    """`go build` one package of a minor's modules into `binary` (replaced atomically), with
-    progress counted against the package's dependencies."""
+    """`go build` one package of `minor`'s modules (stamped with its ldflags, by its Go) into
+    `binary` (replaced atomically), with progress counted against the package's dependencies."""
+    env = _go_env(minor)
     deps = subprocess.run(
         ["go", "list", modflag, "-deps", package],
         cwd=CONTROLPLANE_DIR,
-        env=_go_env(),
+        env=env,
         capture_output=True,
         text=True,
         check=False,
@@ -237,9 +278,10 @@ def go_build(
     if deps.returncode != 0:
         raise HarnessError(f"cannot resolve the modules of {label}:\n{deps.stderr.strip()[-2000:]}")
     tmp = _temp_path(binary.parent, binary.name + ".")
-    cmd = ["go", "build", modflag, "-trimpath", "-v", "-ldflags", flags, "-o", str(tmp), package]
+    cmd = ["go", "build", modflag, "-trimpath", "-v", "-ldflags", ldflags(minor), "-o", str(tmp), package]
     try:
-        _run_with_progress(cmd, len(deps.stdout.split()), label, CONTROLPLANE_DIR, progress, expected)
+        total = len(deps.stdout.split())
+        _run_with_progress(cmd, total, label, CONTROLPLANE_DIR, progress, expected, env)
         tmp.replace(binary)
     finally:
         tmp.unlink(missing_ok=True)
@@ -272,11 +314,12 @@ def ensure_kwok(matrix: Matrix, progress: Progress = _stderr) -> Path:
     return binary
 
 
-def module_dir(module: str, version: str) -> Path:
-    """Download (if needed) one module from the proxy and return its source directory."""
+def module_dir(module: str, version: str, minor: Minor | None = None) -> Path:
+    """Download (if needed) one module from the proxy and return its source directory; a
+    module of `minor` by that minor's Go (a go.mod needing a newer Go fails with an older one)."""
     out = subprocess.run(
         ["go", "mod", "download", "-json", f"{module}@{version}"],
-        env=_go_env(),
+        env=_go_env(minor),
         capture_output=True,
         text=True,
         check=False,

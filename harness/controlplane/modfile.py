@@ -70,7 +70,7 @@ def _main(argv: list[str]) -> int:
                 capture_output=True,
                 text=True,
                 check=True,
-                env=_go_env(),
+                env=_go_env(minor),
             )
             upstream = Path(json.loads(got.stdout)["GoMod"]).read_text()
             mod = modfile_path(minor)
@@ -79,7 +79,7 @@ def _main(argv: list[str]) -> int:
                 ["go", "mod", "tidy", f"-modfile={mod.relative_to(CONTROLPLANE_DIR)}"],
                 cwd=CONTROLPLANE_DIR,
                 check=True,
-                env=_go_env(),
+                env=_go_env(minor),
             )
             count = len(staging_modules(upstream))
             print(f"{mod.relative_to(CONTROLPLANE_DIR.parent)}: {count} staging modules")

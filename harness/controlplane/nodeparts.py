@@ -26,6 +26,7 @@ from harness.controlplane.build import (
     cache_root,
     check_go,
     go_build,
+    go_identity,
     go_version,
     ldflags,
     modfile_path,
@@ -82,7 +83,7 @@ def _kubelet_digest(minor: Minor) -> str:
     return _digest(
         mod.read_bytes(),
         mod.with_suffix(".sum").read_bytes(),
-        ".".join(map(str, go_version())),
+        go_identity(minor),
         ldflags(minor),
         KUBELET_PACKAGE,
     )
@@ -95,10 +96,16 @@ def kubelet_built(minor: Minor) -> Path | None:
     return binary if binary.exists() and _fresh(binary, _kubelet_digest(minor)) else None
 
 
+def _refuse_unavailable_kubelet(minor: Minor) -> None:
+    if minor.kubelet_unavailable:
+        raise HarnessError(f"the kubelet {minor.kubernetes} cannot be built: {minor.kubelet_unavailable}")
+
+
 def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
     """Build (or reuse) the kubelet of `minor` from its modfile, stamped like k8slocal."""
+    _refuse_unavailable_kubelet(minor)
     mod = modfile_path(minor)
-    check_go(mod, f"the kubelet {minor.kubernetes}")
+    check_go(mod, f"the kubelet {minor.kubernetes}", minor)
     binary = kubelet_path(minor)
     with build_lock(binary, f"kubelet {minor.kubernetes}", progress):
         digest = _kubelet_digest(minor)
@@ -113,10 +120,10 @@ def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
             f"building kubelet {minor.kubernetes} into {binary} ({expectation(f'kubelet {minor.name}')})"
         )
         go_build(
+            minor,
             f"-modfile={own}",
             KUBELET_PACKAGE,
             binary,
-            ldflags(minor),
             f"kubelet {minor.kubernetes}",
             progress,
             expected_seconds(f"kubelet {minor.name}"),
@@ -174,7 +181,7 @@ def images_dir() -> Path:
 
 def pause_tag(minor: Minor) -> str:
     """The pause release this Kubernetes ships (build/pause/Makefile `TAG ?=`)."""
-    makefile = module_dir("k8s.io/kubernetes", minor.kubernetes) / "build/pause/Makefile"
+    makefile = module_dir("k8s.io/kubernetes", minor.kubernetes, minor) / "build/pause/Makefile"
     for line in makefile.read_text().splitlines():
         if line.startswith("TAG ?="):
             return line.split("=", 1)[1].strip()
@@ -194,7 +201,7 @@ def ensure_pause(minor: Minor, progress: Progress = _stderr) -> tuple[Path, str]
             raise HarnessError(
                 "gcc is not installed: the pause image is compiled from pause.c (apt-get install gcc)"
             )
-        source = module_dir("k8s.io/kubernetes", minor.kubernetes) / PAUSE_SOURCE
+        source = module_dir("k8s.io/kubernetes", minor.kubernetes, minor) / PAUSE_SOURCE
         binary = images_dir() / f"pause-{tag}"
         binary.parent.mkdir(parents=True, exist_ok=True)
         # The flags of build/pause/Makefile (CFLAGS), with its VERSION define.
@@ -254,6 +261,7 @@ def node_parts(minor: Minor, matrix: Matrix) -> NodeBinaries:
     how = (
         f"run `dra-harness controlplane build -k {minor.name} --nodes` (or `make nodeparts K8S={minor.name}`)"
     )
+    _refuse_unavailable_kubelet(minor)
     kubelet = kubelet_built(minor)
     if kubelet is None:
         raise HarnessError(f"the kubelet {minor.kubernetes} is not built: {how}")

@@ -26,7 +26,7 @@ from harness.controlplane.build import (
     cache_root,
     check_go,
     ensure_built,
-    go_version,
+    go_identity,
     modfile_path,
 )
 from harness.errors import HarnessError
@@ -46,7 +46,7 @@ def _inputs_hash(minor: Minor) -> str:
     for path in [mod, mod.with_suffix(".sum"), *sorted((CONTROLPLANE_DIR / "schedperf").glob("*.go"))]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    h.update(".".join(map(str, go_version())).encode())
+    h.update(go_identity(minor).encode())
     return h.hexdigest()
 
 
@@ -55,7 +55,7 @@ def ensure_schedperf(minor: Minor, progress: Progress = _stderr) -> Path:
     mod = modfile_path(minor)
     if not mod.exists():
         raise HarnessError(f"{mod} is missing; run `python -m harness.controlplane.modfile {minor.name}`")
-    check_go(mod, f"scheduler_perf {minor.kubernetes}")
+    check_go(mod, f"scheduler_perf {minor.kubernetes}", minor)
     work = schedperf_dir(minor)
     binary = work / "schedperf.test"
     return ensure_built(
@@ -81,7 +81,7 @@ def _build(minor: Minor, work: Path, binary: Path, progress: Progress) -> None:
         done = subprocess.run(
             cmd,
             cwd=CONTROLPLANE_DIR,
-            env=_go_env(),
+            env=_go_env(minor),
             capture_output=True,
             text=True,
             check=False,

@@ -14,6 +14,7 @@ from harness.controlplane.build import (
     cache_root,
     check_go,
     go_build,
+    go_identity,
     ldflags,
     modfile_path,
 )
@@ -32,13 +33,17 @@ def node_bin_dir(minor: Minor) -> Path:
 
 def _digest_of(minor: Minor, command: str) -> str:
     mod = modfile_path(minor)
-    return _digest(mod.read_bytes(), mod.with_suffix(".sum").read_bytes(), ldflags(minor), command)
+    sources = (mod.read_bytes(), mod.with_suffix(".sum").read_bytes())
+    inputs: list[bytes | str] = [*sources, ldflags(minor), command]
+    if minor.go_toolchain:  # the minors built by the local Go keep the digests their builds have
+        inputs.append(go_identity(minor))
+    return _digest(*inputs)
 
 
 def ensure_node_binaries(minor: Minor, progress: Progress = _stderr) -> Path:
     """kubelet and COMMANDS of `minor` in one directory; each rebuilt only when its inputs change."""
     mod = modfile_path(minor)
-    check_go(mod, f"the kind node binaries of {minor.kubernetes}")
+    check_go(mod, f"the kind node binaries of {minor.kubernetes}", minor)
     directory = node_bin_dir(minor)
     directory.mkdir(parents=True, exist_ok=True)
     kubelet = ensure_kubelet(minor, progress)
@@ -57,8 +62,6 @@ def ensure_node_binaries(minor: Minor, progress: Progress = _stderr) -> Path:
             shutil.copyfile(mod.with_suffix(".sum"), own.with_suffix(".sum"))
             progress(f"building {command} {minor.kubernetes} into {binary}")
             label = f"{command} {minor.kubernetes}"
-            go_build(
-                f"-modfile={own}", f"k8s.io/kubernetes/cmd/{command}", binary, ldflags(minor), label, progress
-            )
+            go_build(minor, f"-modfile={own}", f"k8s.io/kubernetes/cmd/{command}", binary, label, progress)
             _stamp(binary, digest)
     return directory

@@ -7,13 +7,17 @@ test/e2e/dra "supports ... v1beta1/v1beta2" API-version cases."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from fixtures.requirements import api_unserved, skip
+from fixtures.requirements import api_unserved, provider_unmet, skip
 from harness import builders as b
 from harness.clusters.base import Cell
+from harness.expectations import resource_v1beta1_served
 from harness.kube import Kube, Obj
 from harness.objects import Created
+from harness.versions import load_matrix
 
 DRIVER = "apiversions.dra-harness.io"
 H100 = f'device.attributes["{DRIVER}"].model == "H100"'
@@ -96,3 +100,19 @@ def test_a_slice_published_in_a_beta_version_reads_the_same_in_v1(
         {"name": pool, "generation": 1, "resourceSliceCount": 1},
         True,
     )
+
+
+def test_v1beta1_is_served_only_where_the_minor_still_has_it(kube: Kube, cell: Cell) -> None:
+    minor = load_matrix().minor(cell.minor)
+    if cell.profile not in minor.profiles:
+        skip(provider_unmet(f"the cell's gate profile {cell.profile!r} is not one of versions.toml's"))
+    asked = minor.profile(cell.profile).runtime_config.get("resource.k8s.io/v1beta1") == "true"
+    served = asked and resource_v1beta1_served(cell.number)
+
+    status, _ = kube.raw_get("/apis/resource.k8s.io/v1beta1")
+    _, group = kube.raw_get("/apis/resource.k8s.io")
+
+    assert status == (200 if served else 404)
+    versions = {v["version"] for v in json.loads(group)["versions"]}
+    assert ("v1beta1" in versions) == served
+    assert "v1" in versions

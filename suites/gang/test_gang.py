@@ -17,6 +17,7 @@ from fixtures.requirements import api_unserved, gate_reason, skip
 from harness import builders as b
 from harness.clusters.base import Cell
 from harness.drastate import allocated_devices, claims_of
+from harness.expectations import gang_unschedulable_message
 from harness.gang import GangApi, gang_api, gang_objects, join_gang, pod_group_kind
 from harness.kube import Kube, Obj
 from harness.pods import condition, wait_phase
@@ -25,14 +26,6 @@ from harness.waits import TIMEOUTS, assert_stays, wait_for
 pytestmark = [pytest.mark.min_version("1.35"), pytest.mark.feature_gate("GenericWorkload")]
 
 GPU = "nvidia.com/gpu"
-# The PodGroup condition message when the gang does not fit: 1.36 schedule_one_podgroup.go
-# errPodGroupUnschedulable; 1.37 gangscheduling.go PlacementFeasible plus the pod group
-# preemption status (framework/preemption/podgrouppreemption.go).
-UNSCHEDULABLE = {
-    "1.36": "pod group is unschedulable",
-    "1.37": "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining, "
-    "pod group preemption: No preemption victims found for incoming preemptor",
-}
 TEMPLATE = "two-gpus"
 
 
@@ -163,7 +156,7 @@ def test_gang_of_5_pods_by_2_gpus_on_8_gpus_binds_none_until_a_node_is_added(
     if unschedulable is not None:
         assert (unschedulable["reason"], unschedulable["message"]) == (
             "Unschedulable",
-            UNSCHEDULABLE[gang.minor],
+            gang_unschedulable_message(gang.minor),
         )
 
     # Room for exactly one more pod: the only placement is 4 pods on the first node, 1 here.

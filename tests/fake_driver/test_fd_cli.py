@@ -65,7 +65,8 @@ def test_render_prints_slices(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_bad_minor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, "pools: [{name: x, profile: t4, gpus: 1}]")
     assert main(["render", "--fleet", path, "--minor", "1.33"]) == 2
-    assert "does not serve resource.k8s.io/v1; supported: 1.34, 1.35, 1.36, 1.37" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "does not serve resource.k8s.io/v1; supported: 1.34, 1.35, 1.36, 1.37, 1.38" in err
 
 
 def test_ledger_command_flags_double_advertising(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
