@@ -26,7 +26,7 @@ UPGRADE = [
         "upgrade-unknown-minor",
         ("upgrade", "--from", "1.36", "--to", "1.99"),
         1,
-        r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37$",
+        r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37, 1\.38$",
     ),
     Row(
         "upgrade-unknown-profile",
@@ -45,7 +45,7 @@ UPGRADE = [
         "scan-target-unknown-minor",
         ("scan", "--kubeconfig", "{tmp}/kubeconfig", "--target", "1.99"),
         1,
-        r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37$",
+        r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37, 1\.38$",
     ),
 ]
 
@@ -58,7 +58,7 @@ CLUSTER_UPGRADE = [
         "cluster-upgrade-unknown-minor",
         ("cluster", "upgrade", "--name", "x", "--to", "1.99"),
         1,
-        r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37$",
+        r"^dra-harness: unknown Kubernetes version '1\.99'; valid: 1\.34, 1\.35, 1\.36, 1\.37, 1\.38$",
     ),
     Row("cluster-upgrade-not-running", ("cluster", "upgrade", "--name", "x", "--to", "1.37"), 1, NOT_RUNNING),
     Row(
