@@ -13,9 +13,9 @@ import statistics
 import sys
 import time
 
-from harness.clusters.local import LocalCluster
+from harness.clusters.local.cluster import LocalCluster
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
-from harness.versions import load_matrix
+from harness.core.versions import load_matrix
 
 
 def main() -> int:

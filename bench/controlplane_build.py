@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from harness.controlplane.build import binary_path, ensure_controlplane
-from harness.versions import load_matrix
+from harness.core.versions import load_matrix
 
 
 def main() -> int:

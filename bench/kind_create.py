@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.clusters.kind import KindProvider
-from harness.errors import HarnessError
-from harness.versions import load_matrix
+from harness.clusters.kind.provider import KindProvider
+from harness.core.errors import HarnessError
+from harness.core.versions import load_matrix
 
 
 def _one(minor: str, gates: str | None) -> tuple[float, float]:

@@ -20,12 +20,20 @@ import sys
 import time
 
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
-from harness.versions import REPO_ROOT, load_matrix
+from harness.core.versions import REPO_ROOT, load_matrix
 
 
 def _one(workers: int, extra: list[str]) -> dict[str, float | int]:
     load = os.getloadavg()[0]
-    cmd = [sys.executable, "-m", "harness.cli", "run", "-n", str(workers), *(["--", *extra] if extra else [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli.main",
+        "run",
+        "-n",
+        str(workers),
+        *(["--", *extra] if extra else []),
+    ]
     started = time.monotonic()
     done = subprocess.run(
         cmd, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False

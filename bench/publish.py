@@ -26,10 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.publisher import Publisher
-from harness.builders import RESOURCE_V1
-from harness.clusters.local import LocalCluster
+from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.nodes import KWOK_ANNOTATION, NodePool, node_manifest
-from harness.kube import Kube
+from harness.kit.builders import RESOURCE_V1
+from harness.kit.kube import Kube
 
 TARGET_SECONDS = 30.0
 

@@ -15,12 +15,12 @@ import signal
 import subprocess
 import sys
 
-from harness.clusters import hoststate
+from harness.clusters.host import state as hoststate
 
 OWNER = """
 import signal
-from harness.clusters.local import LocalCluster
-from harness.clusters.realnodes import RealPool
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPool
 with LocalCluster(real_pools=[RealPool("t", count=2, gpus=1, device_plugin=True)]):
     signal.pause()
 """

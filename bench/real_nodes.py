@@ -21,16 +21,16 @@ import time
 
 import psutil
 
-from harness import builders as b
-from harness.clusters.hoststate import cgroup_procs
-from harness.clusters.local import LocalCluster
-from harness.clusters.realnodes import RealPool
+from harness.clusters.host.state import cgroup_procs
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPool
 from harness.controlplane.nodeparts import ensure_busybox
-from harness.kube import Kube
-from harness.nodepods import env_pod
-from harness.pods import wait_phase
-from harness.versions import load_matrix
-from harness.waits import TIMEOUTS, wait_for
+from harness.core.versions import load_matrix
+from harness.kit import builders as b
+from harness.kit.kube import Kube
+from harness.kit.nodepods import env_pod
+from harness.kit.pods import wait_phase
+from harness.kit.waits import TIMEOUTS, wait_for
 
 
 def pod_latencies(cluster: LocalCluster, nodes: list[str], pods: int) -> list[float]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.cli import main
+from harness.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["bench", *sys.argv[1:]]))

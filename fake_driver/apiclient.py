@@ -8,7 +8,7 @@ is cut off too; a watch's deadline ends with its set-up), and ``describe_failure
 the client raises into one line naming the server. The kubeconfig's exec credential plugin
 runs with a bound (EXEC_TIMEOUT), and the certificates and keys the client writes out of a
 kubeconfig go into a private directory of this process (fake_driver.keydir).
-The harness uses both with its own bound (harness.waits.TIMEOUTS.api_request).
+The harness uses both with its own bound (harness.kit.waits.TIMEOUTS.api_request).
 """
 
 from __future__ import annotations

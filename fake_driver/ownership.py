@@ -6,7 +6,7 @@ may already hold objects with the names our driver uses: NVIDIA's real `gpu.nvid
 or the fake driver creates carries ``OWNER_LABEL=OWNER_VALUE`` (and ``RUN_LABEL=<run id>`` when
 the run has one, `$DRA_HARNESS_RUN_ID`, set by `dra-harness run`); an install refuses to take
 over an object of the same name without the label, and every teardown deletes only labelled
-objects. The label is the one kind node containers already carry (harness.clusters.kind_config).
+objects. The label is the one kind node containers already carry (harness.clusters.kind.config).
 """
 
 from __future__ import annotations

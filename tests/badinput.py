@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.versions import REPO_ROOT, VERSIONS_FILE
+from harness.core.versions import REPO_ROOT, VERSIONS_FILE
 
 TIMEOUT = 30.0  # seconds a row may take; each takes well under 2
 PROGRAMS = {
-    "dra-harness": ["-m", "harness.cli"],
+    "dra-harness": ["-m", "harness.cli.main"],
     "fake_driver": ["-m", "fake_driver"],
     "kubeletplugin": ["-m", "fake_driver.kubeletplugin"],
     "deviceplugin": ["-m", "fake_driver.deviceplugin"],

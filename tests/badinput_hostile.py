@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from fake_driver.apiclient import API_TIMEOUT, EXEC_TIMEOUT
-from harness.waits import TIMEOUTS
+from harness.kit.waits import TIMEOUTS
 from tests.badinput import Row, files
 from tests.badinput_fake_driver import kp
 from tests.hostile_server import kubeconfig_text, served_by, shared_server

@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-from harness.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "harness.cli.main", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -1,5 +1,5 @@
 """Two nights of a 3-cell matrix, written as `dra-harness matrix` writes them (summary.json
-through harness.reporting, junit_<cell>.xml with the cell's properties, matrix.json), with
+through harness.reports.summary, junit_<cell>.xml with the cell's properties, matrix.json), with
 planted changes between them."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.cells import Cell
-from harness.layout import junit_name
-from harness.reporting import CellSummary, TestRecord, area_of, write_summary
+from harness.core.cells import Cell
+from harness.core.layout import junit_name
+from harness.reports.summary import CellSummary, TestRecord, area_of, write_summary
 from tests.readiness_data import DYN, EXT, GANG, LIFE, NO_MAP, SMOKE
 
 NEW = "1.37/nvidia-v25.12/dra-all"  # GANG breaks here tonight

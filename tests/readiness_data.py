@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from fixtures.requirements import unmapped_class
-from harness.reporting import CellSummary, TestRecord, area_of, write_summary
-from harness.requirements import Kind, Reason
+from harness.core.requirements import Kind, Reason
+from harness.reports.summary import CellSummary, TestRecord, area_of, write_summary
 
 EXT = "suites/bridging/test_extended_resource.py::test_legacy_gpu_request_gets_a_scheduler_created_claim"
 LIFE = (

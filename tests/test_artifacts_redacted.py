@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import builders as b
-from harness.diagnostics import collect_diagnostics
-from harness.kube import Kube
+from harness.kit import builders as b
+from harness.kit.kube import Kube
+from harness.reports.diagnostics import collect_diagnostics
 from tests.cli import run_cli, run_suite_file
 
 BEARER = "eyJplantedBearer.cGF5bG9hZA.c2lnbmF0dXJl"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.layout import REPORTS
+from harness.core.layout import REPORTS
 from tests.badinput import SUMMARY, Outcome, Row, files, run_row, summary, versions
 from tests.badinput_fake_driver import FAKE_DRIVER, NOT_A_DIR, PLUGINS, F
 from tests.badinput_hostile import HOSTILE

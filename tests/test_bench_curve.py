@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 from typing import Any, cast
 
 from harness.bench.curve import CURVE_METRICS, curve_doc, fit_power, fits, points_of, run_curve
-from harness.costplot import curve_svg
-from harness.costs import ScaleSummary
+from harness.reports.costplot import curve_svg
+from harness.reports.costs import ScaleSummary
 
 
 def _summary(nodes: int, gpus: int, bridged_cpu: float) -> ScaleSummary:

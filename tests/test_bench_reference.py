@@ -14,7 +14,7 @@ from harness.bench.refconfig import render
 from harness.bench.reference import RefResult, parse_data_items, summarize_reference
 from harness.bench.snapshot import plugin_costs
 from harness.bench.summary import median_dict
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 MODES = ("plain", "legacy", "bridged", "claims")
 

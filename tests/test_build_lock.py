@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.controlplane import build
-from harness.versions import Minor, load_matrix
+from harness.core.versions import Minor, load_matrix
 
 WAIT = 30.0  # seconds; a bound for each step, far above what it takes
 

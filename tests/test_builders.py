@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness import builders as b
+from harness.kit import builders as b
 
 
 def test_template_pod_uses_one_claim_from_the_template_in_its_one_container() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cel import Outcome, count_matches, evaluate
+from harness.kit.cel import Outcome, count_matches, evaluate
 
 DRIVER = "gpu.nvidia.com"
 H100 = {

@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
-from harness import cli, cli_bench
-from harness.versions import REPO_ROOT
-from harness.waits import wait_for
+from harness.cli import bench as cli_bench
+from harness.cli import main as cli
+from harness.core.versions import REPO_ROOT
+from harness.kit.waits import wait_for
 from tests.cli import run_cli
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.detectors import (
+from harness.kit.checks.detectors import (
     PoolAccount,
     Severity,
     account,

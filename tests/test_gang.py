@@ -1,12 +1,12 @@
-"""Rendering of the version-hiding gang builder (harness/gang.py)."""
+"""Rendering of the version-hiding gang builder (harness/kit/gang.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness import builders as b
-from harness.errors import HarnessError
-from harness.gang import gang_api, gang_objects, join_gang, pod_group_kind
+from harness.core.errors import HarnessError
+from harness.kit import builders as b
+from harness.kit.gang import gang_api, gang_objects, join_gang, pod_group_kind
 
 
 def test_1_35_is_one_v1alpha1_workload_and_pod_workload_ref() -> None:

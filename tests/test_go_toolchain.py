@@ -15,7 +15,7 @@ import pytest
 from harness.controlplane import build, nodeparts, schedperf
 from harness.controlplane.build import _go_env, binary_path, go_identity, required_go
 from harness.controlplane.nodeparts import kubelet_path
-from harness.versions import REPO_ROOT, load_matrix
+from harness.core.versions import REPO_ROOT, load_matrix
 
 MATRIX = load_matrix()
 M138 = MATRIX.minor("1.38")
@@ -63,7 +63,7 @@ def test_a_toolchain_that_cannot_be_fetched_is_one_line(tmp_path: Path) -> None:
         GOPROXY="off",  # and none to be had
     )
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "controlplane", "build", "-k", "1.38"],
+        [sys.executable, "-m", "harness.cli.main", "controlplane", "build", "-k", "1.38"],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -84,7 +84,7 @@ def test_a_toolchain_that_cannot_be_fetched_is_one_line(tmp_path: Path) -> None:
 
 def test_a_kubelet_that_cannot_be_built_is_refused_with_its_reason_in_one_line() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "controlplane", "build", "-k", "1.38", "--nodes-only"],
+        [sys.executable, "-m", "harness.cli.main", "controlplane", "build", "-k", "1.38", "--nodes-only"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from fake_driver.apiclient import new_api_client
-from harness.clusters.pki import ClusterPKI, generate_pki
-from harness.kube import API_ERRORS, Kube
-from harness.versions import REPO_ROOT
-from harness.waits import TIMEOUTS, wait_for
+from harness.clusters.host.pki import ClusterPKI, generate_pki
+from harness.core.versions import REPO_ROOT
+from harness.kit.kube import API_ERRORS, Kube
+from harness.kit.waits import TIMEOUTS, wait_for
 from tests.hostile_server import HostileServer, shared_server
 from tests.silent_server import SilentServer, silent_server
 
@@ -132,7 +132,7 @@ def test_a_sigkilled_scan_leaves_its_key_only_in_its_private_directory_which_the
     temp = tmp_path / "tmp"  # where the client would write its temp files, and the keys' root
     temp.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"} | {"TMPDIR": str(temp)}
-    scan = [sys.executable, "-m", "harness.cli", "scan", f"--kubeconfig={kubeconfig}"]
+    scan = [sys.executable, "-m", "harness.cli.main", "scan", f"--kubeconfig={kubeconfig}"]
     proc = subprocess.Popen(
         scan, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

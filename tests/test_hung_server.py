@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from fake_driver.apiclient import API_TIMEOUT, WATCH_LIMIT, new_api_client, request_timeout
-from harness.clusters.pki import generate_pki
-from harness.kube import API_ERRORS, Kube
-from harness.versions import REPO_ROOT
-from harness.waits import TIMEOUTS
+from harness.clusters.host.pki import generate_pki
+from harness.core.versions import REPO_ROOT
+from harness.kit.kube import API_ERRORS, Kube
+from harness.kit.waits import TIMEOUTS
 from tests.silent_server import SilentServer, silent_server
 
 PYTEST = ["-m", "pytest", "-p", "no:cacheprovider", "--cluster-provider=existing"]
@@ -29,7 +29,7 @@ LIMIT = 30  # the promise: one line and exit within 30 s
 def _entry_points(kubeconfig: Path, fleet: Path) -> dict[str, tuple[list[str], float]]:
     """argv after the interpreter, and the bound the command applies."""
     return {
-        "scan": (["-m", "harness.cli", "scan", f"--kubeconfig={kubeconfig}"], TIMEOUTS.api_request),
+        "scan": (["-m", "harness.cli.main", "scan", f"--kubeconfig={kubeconfig}"], TIMEOUTS.api_request),
         "publish": (
             ["-m", "fake_driver", "publish", f"--fleet={fleet}", f"--kubeconfig={kubeconfig}"],
             API_TIMEOUT,

@@ -1,4 +1,4 @@
-"""Invariants (harness/invariants.py) on crafted API objects, and the pure rendering parts
+"""Invariants (harness/kit/checks/invariants.py) on crafted API objects, and the pure rendering parts
 of the rollout (harness/rollout.py): device-plugin DaemonSet affinity and the DeviceClass."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 from fake_driver import apilimits
 from fake_driver.fleet import fleet_from_dict
 from fake_driver.ledger import Ledger
-from harness.invariants import (
+from harness.kit.checks.invariants import (
     EXTENDED_RESOURCE_CLAIM,
     Snapshot,
     check,

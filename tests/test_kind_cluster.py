@@ -21,16 +21,16 @@ import pytest
 
 from fake_driver.legacy import LEGACY_RESOURCE
 from fake_driver.personalities import get_personality
-from harness.builders import RESOURCE_V1
-from harness.clusters import engine
-from harness.clusters.kind import KindProvider, docker_problem, find_binary
-from harness.clusters.kind_config import DEFAULT_POOLS
+from harness.clusters.kind import engine
+from harness.clusters.kind.config import DEFAULT_POOLS
+from harness.clusters.kind.provider import KindProvider, docker_problem, find_binary
 from harness.clusters.nodes import NodePool, create_pool, delete_pool
-from harness.detectors import Severity, detect_double_stack
-from harness.errors import HarnessError
-from harness.kube import Kube
-from harness.versions import load_matrix
-from harness.waits import wait_for
+from harness.core.errors import HarnessError
+from harness.core.versions import load_matrix
+from harness.kit.builders import RESOURCE_V1
+from harness.kit.checks.detectors import Severity, detect_double_stack
+from harness.kit.kube import Kube
+from harness.kit.waits import wait_for
 
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 NAMESPACE = "dra-fake-driver"

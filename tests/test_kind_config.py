@@ -18,9 +18,8 @@ import yaml
 
 from fake_driver.fleet import parse_fleet
 from fixtures.options import minors_to_check
-from harness.clusters import kind as kind_mod
-from harness.clusters.kind import KindProvider, cleanup, docker_problem, find_binary, parse_age
-from harness.clusters.kind_config import (
+from harness.clusters.kind import provider as kind_mod
+from harness.clusters.kind.config import (
     CDI_PATCH,
     CREATED_LABEL,
     DEFAULT_POOLS,
@@ -29,12 +28,13 @@ from harness.clusters.kind_config import (
     config_problems,
     render_kind_config,
 )
+from harness.clusters.kind.provider import KindProvider, cleanup, docker_problem, find_binary, parse_age
 from harness.clusters.nodes import POOL_LABEL
 from harness.clusters.providers import make_cluster
 from harness.controlplane.build import binary_path
 from harness.controlplane.gates import KnownGate, known_gates
-from harness.errors import HarnessError
-from harness.versions import REPO_ROOT, GateProfile, Minor, load_matrix
+from harness.core.errors import HarnessError
+from harness.core.versions import REPO_ROOT, GateProfile, Minor, load_matrix
 
 MATRIX = load_matrix()
 CELLS = [(m, p) for m in MATRIX.minors.values() for p in m.profiles.values()]
@@ -238,7 +238,7 @@ def test_dockerfile_pins_are_the_projects() -> None:
     in_image = dict(re.findall(r"^\s+([a-z0-9-]+)==(\S+)", dockerfile, re.MULTILINE))
     assert set(in_image) == {"grpcio", "protobuf", "kubernetes", "pyyaml"}
     assert {k: pins[k] for k in in_image} == in_image
-    from harness.kindimage.driver import driver_pins  # the image built without a registry
+    from harness.clusters.kind.images.driver import driver_pins  # the image built without a registry
 
     assert driver_pins() == sorted(f"{k}=={v}" for k, v in in_image.items())
 
@@ -264,8 +264,8 @@ def test_nightly_runs_every_cell_on_kind_and_always_uploads_reports() -> None:
 
 
 def test_config_for_a_local_node_image_brings_its_own_pod_network_and_accepts_cgroup_v1() -> None:
-    from harness.clusters.kind_config import KUBELET_CGROUP_V1_PATCH
-    from harness.kindimage.node import local_node_image
+    from harness.clusters.kind.config import KUBELET_CGROUP_V1_PATCH
+    from harness.clusters.kind.images.node import local_node_image
 
     minor = MATRIX.minor(MATRIX.default_minor)
     image = local_node_image(minor)
@@ -290,7 +290,7 @@ def test_config_for_a_local_node_image_brings_its_own_pod_network_and_accepts_cg
 def test_pod_network_config_is_a_bridge_on_the_nodes_own_pod_cidr() -> None:
     import json
 
-    from harness.clusters.kind_net import conflist
+    from harness.clusters.kind.net import conflist
 
     config = json.loads(conflist("10.244.1.0/24"))
     assert [p["type"] for p in config["plugins"]] == ["bridge", "portmap"]

@@ -1,4 +1,4 @@
-"""The kind path's own Docker engine (harness.clusters.engine) and its runc wrapper.
+"""The kind path's own Docker engine (harness.clusters.kind.engine) and its runc wrapper.
 
 The wrapper and the daemon configuration are pure; the engine tests start Debian's dockerd for
 real (root and `make kind-engine`; one line says what is missing otherwise) and compare the
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from fixtures.hostcompare import assert_host_as, quiet_host_snapshot
-from harness.clusters import engine as engine_mod
-from harness.clusters import hoststate
-from harness.clusters.engine import Engine, cannot_start, docker
-from harness.waits import wait_for
+from harness.clusters.host import state as hoststate
+from harness.clusters.kind import engine as engine_mod
+from harness.clusters.kind.engine import Engine, cannot_start, docker
+from harness.kit.waits import wait_for
 
 WRAPPER = Path(engine_mod.__file__).with_name("engine_runc.py")
 ALL_CAPS = ["CAP_CHOWN", "CAP_SYS_RESOURCE", "CAP_SYS_ADMIN"]
@@ -146,7 +146,7 @@ def test_engine_runs_privileged_containers_and_leaves_the_host_as_it_was(
 def test_engine_of_a_killed_owner_is_given_back(tmp_path: Path, quiet_host: dict[str, object]) -> None:
     before = quiet_host
     script = (
-        "import signal; from harness.clusters.engine import Engine, docker, PROBE_IMAGE\n"
+        "import signal; from harness.clusters.kind.engine import Engine, docker, PROBE_IMAGE\n"
         "e = Engine().start()\n"
         "docker('run', '-d', '--privileged', '--network=kind', PROBE_IMAGE, '/bin/busybox', 'sleep', '600',"
         " host=e.host)\n"

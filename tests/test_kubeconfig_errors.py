@@ -17,8 +17,8 @@ import yaml
 
 from fake_driver.cli import main as fake_driver_main
 from fake_driver.kubeconfig import check_kubeconfig
-from harness.cli import main as harness_main
-from harness.versions import REPO_ROOT
+from harness.cli.main import main as harness_main
+from harness.core.versions import REPO_ROOT
 
 
 def _b64(data: bytes) -> str:

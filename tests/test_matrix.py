@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.versions import load_matrix, parse_matrix
 from harness.matrix import (
     Cell,
     CellRun,
@@ -22,7 +23,6 @@ from harness.matrix import (
     cells_from,
     run_matrix,
 )
-from harness.versions import load_matrix, parse_matrix
 from tests.cli import run_cli
 
 GOOD = """

@@ -8,7 +8,7 @@ import pytest
 
 from harness.controlplane.build import modfile_path
 from harness.controlplane.modfile import render_modfile, staging_modules
-from harness.versions import load_matrix
+from harness.core.versions import load_matrix
 
 UPSTREAM = """module k8s.io/kubernetes
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.nightly import Entry, compare, load_baseline, load_tonight
-from harness.reporting import SummaryError, git_commit, read_summary
+from harness.reports.summary import SummaryError, git_commit, read_summary
 from tests.cli import run_cli
 from tests.nightly_data import NEW, OLD, PREV, TIMEOUT, night_one, night_two, record, write_night
 from tests.readiness_data import DYN, EXT, GANG, LIFE, NO_MAP, SMOKE

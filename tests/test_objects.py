@@ -6,7 +6,7 @@ from functools import partial
 
 import pytest
 
-from harness.objects import Cleanup
+from harness.kit.objects import Cleanup
 
 
 def test_undo_steps_run_newest_first() -> None:

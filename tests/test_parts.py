@@ -1,4 +1,4 @@
-"""What `make test` builds (harness.controlplane.parts): every part has a measured budget,
+"""What `make test` builds (harness.cli.parts): every part has a measured budget,
 the two lanes run side by side with their order, a failed part stops only what waits for it,
 and the fresh-machine table says which part was built without a budget."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import minors_to_check
-from harness.controlplane import parts
+from harness.cli import parts
 from harness.controlplane.buildlog import expectation, log_build, measured_builds
-from harness.errors import HarnessError
-from harness.versions import REPO_ROOT, load_matrix, parse_matrix
+from harness.core.errors import HarnessError
+from harness.core.versions import REPO_ROOT, load_matrix, parse_matrix
 
 MATRIX = load_matrix()
 NOT_BUILT = lambda: False  # noqa: E731  (a toy part that always builds)
@@ -159,7 +159,7 @@ def test_the_fresh_machine_table_flags_a_part_built_without_a_budget_and_a_slow_
 def test_versions_says_what_is_not_built_and_how_long_its_build_takes(tmp_path: Path) -> None:
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))  # an empty cache: a new machine
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "versions"],
+        [sys.executable, "-m", "harness.cli.main", "versions"],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

@@ -9,7 +9,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from harness.clusters.pki import generate_pki
+from harness.clusters.host.pki import generate_pki
 
 
 def _cert(path: Path) -> x509.Certificate:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.pods import unschedulable_reasons
+from harness.kit.pods import unschedulable_reasons
 
 
 def test_one_reason() -> None:
@@ -40,7 +40,7 @@ def test_other_text_is_refused() -> None:
 
 
 def test_a_verdict_keeps_the_pods_own_reasons_and_drops_other_tests_nodes() -> None:
-    from harness.pods import own_reasons, verdict
+    from harness.kit.pods import own_reasons, verdict
 
     before = (
         "0/3 nodes are available: 1 cannot allocate all claims, "

@@ -7,13 +7,13 @@ import argparse
 
 import pytest
 
-from harness.fleet_inventory import Inventory, NodeDevices, choose, parse_selector
+from harness.core.requirements import Kind, Reason
+from harness.kit.fleet_inventory import Inventory, NodeDevices, choose, parse_selector
 from harness.qualify.capabilities import CAPABILITIES, Verdict, decide
 from harness.qualify.inventory import inventory
 from harness.qualify.preflight import version_problem
 from harness.qualify.standin import StandinPool, device_classes, renamed
-from harness.reporting import TestRecord
-from harness.requirements import Kind, Reason
+from harness.reports.summary import TestRecord
 
 [BRIDGING] = [c for c in CAPABILITIES if c.id == "bridging"]
 NODEID = "suites/bridging/test_extended_resource.py::test_x"

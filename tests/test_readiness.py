@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.requirements import Capability, Kind, Reason
+from harness.core.versions import REPO_ROOT
 from harness.readiness import CHECKS, Status, evaluate
 from harness.readiness.catalog import CHECK_IDS
 from harness.readiness.checks import skip_meaning, uncovered
 from harness.readiness.gates import gate_remediation
-from harness.reporting import read_summary, write_summary
-from harness.requirements import Capability, Kind, Reason
-from harness.versions import REPO_ROOT
+from harness.reports.summary import read_summary, write_summary
 from tests.readiness_data import (
     DYN,
     EXT,

@@ -9,7 +9,7 @@ import pytest
 
 from harness.readiness import build_report, render
 from harness.readiness.model import ReportError
-from harness.upgrade_report import UpgradeReport, write_report
+from harness.upgrade.report import UpgradeReport, write_report
 from tests.readiness_data import _cells
 
 

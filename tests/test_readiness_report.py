@@ -12,7 +12,7 @@ from harness.readiness import CHECKS, build_report, evaluate, evaluate_cell, ren
 from harness.readiness.catalog import CHECK_IDS
 from harness.readiness.inputs import load_cost
 from harness.readiness.model import CellReport, ReportError, upgrades
-from harness.reporting import write_summary
+from harness.reports.summary import write_summary
 from tests.cli import run_cli
 from tests.readiness_data import (
     BENCH,

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.clusters import hoststate
-from harness.clusters.local import LocalCluster
-from harness.clusters.realnodes import RealPool
+from harness.clusters.host import state as hoststate
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPool
 from harness.controlplane import images
 from harness.controlplane.nodeparts import kubelet_built
-from harness.errors import HarnessError
-from harness.versions import load_matrix
+from harness.core.errors import HarnessError
+from harness.core.versions import load_matrix
 
 
 def test_an_image_archive_names_its_layer_by_digest_and_its_tag(tmp_path: Path) -> None:

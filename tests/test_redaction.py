@@ -1,4 +1,4 @@
-"""harness.redaction: each form a credential takes is replaced, exactly; the words around it,
+"""harness.core.redaction: each form a credential takes is replaced, exactly; the words around it,
 and text that only looks like one, are left alone."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import pytest
 
-from harness.redaction import redact, redact_file, redact_obj, redact_tree
+from harness.core.redaction import redact, redact_file, redact_obj, redact_tree
 
 PEM_BODY = "MIIEpAIBAAKCAQEAplanted\nQ2xhc3NpYyBSU0Eg+/=="
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness import cli, matrix, run
-from harness.versions import REPO_ROOT
+from harness import matrix
+from harness.cli import main as cli
+from harness.cli import run
+from harness.core.versions import REPO_ROOT
 
 
 @pytest.fixture
@@ -22,7 +24,7 @@ def pytest_cmd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[str
         started.append(cmd)
         return 0
 
-    monkeypatch.setattr(run, "run_child", fake_run)  # harness.run starts pytest through run_child
+    monkeypatch.setattr(run, "run_child", fake_run)  # harness.cli.run starts pytest through run_child
     monkeypatch.setattr(run, "REPORTS", tmp_path / "reports")
     monkeypatch.chdir(REPO_ROOT)
     return started

@@ -6,9 +6,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from harness.detectors import Severity, detect_ambiguous_mappings, mapping_claimants
-from harness.scan import ClusterState, run_checks
-from harness.scan_checks import (
+from harness.kit.checks.detectors import Severity, detect_ambiguous_mappings, mapping_claimants
+from harness.scan.checks import (
     NO_POOL,
     Status,
     bridging_statements,
@@ -16,6 +15,7 @@ from harness.scan_checks import (
     detect_pools,
     render_junit,
 )
+from harness.scan.cluster import ClusterState, run_checks
 
 GPU = "nvidia.com/gpu"
 DRIVER = "gpu.nvidia.com"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness import builders as b
-from harness.detectors import Severity
-from harness.scantaints import matched_devices, rule_findings, slice_taint_findings
+from harness.kit import builders as b
+from harness.kit.checks.detectors import Severity
+from harness.scan.taints import matched_devices, rule_findings, slice_taint_findings
 
 NV = "gpu.nvidia.com"
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.shared import shared_run
-from harness.cells import Cell
+from harness.core.cells import Cell
 from harness.clusters.attached import AttachedCluster
 
 
@@ -76,7 +76,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.waits import wait_for
+from harness.kit.waits import wait_for
 
 pytestmark = pytest.mark.real_node
 LOG = os.environ["SHARED_LOG"]
@@ -106,7 +106,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.waits import wait_for
+from harness.kit.waits import wait_for
 
 LOG = os.environ["SHARED_LOG"]
 

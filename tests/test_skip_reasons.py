@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness.requirements import Kind, Reason
+from harness.core.requirements import Kind, Reason
 from tests.cli import run_suite_file
 
 GATE = Reason(Kind.FEATURE_GATE, minor="1.35", profile="defaults", gate="DRAExtendedResource", state=False)
@@ -17,7 +17,7 @@ SKIPPING_TESTS = """
 import pytest
 
 from fixtures.requirements import skip
-from harness.requirements import Reason, Kind
+from harness.core.requirements import Reason, Kind
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_summary_json_records_each_skips_reasons_and_its_wording(
 RULE_MARKED_TESTS = """
 import pytest
 
-from harness.cells import Cell
+from harness.core.cells import Cell
 
 
 @pytest.fixture(params=[
@@ -82,7 +82,7 @@ def test_rules(cell):
 def test_a_rule_marker_is_checked_against_the_gate_that_carried_rules_on_the_minor(
     pytester: pytest.Pytester,
 ) -> None:
-    # 1.34 has no DRADeviceTaintRules: rules work under DRADeviceTaints (harness.expectations).
+    # 1.34 has no DRADeviceTaintRules: rules work under DRADeviceTaints (harness.core.expectations).
     result = run_suite_file(pytester, RULE_MARKED_TESTS, "-rs")
 
     result.assert_outcomes(passed=2, skipped=2)

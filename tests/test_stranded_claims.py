@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.scan import ClusterState, stranded_claims
+from harness.scan.cluster import ClusterState, stranded_claims
 
 
 def _claim(name: str, reserved_for: dict[str, str], deleted: bool) -> dict[str, object]:

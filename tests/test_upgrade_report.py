@@ -12,12 +12,12 @@ import pytest
 
 from harness.controlplane.build import module_dir
 from harness.controlplane.gates import KnownGate
-from harness.detectors import Severity
-from harness.errors import HarnessError
-from harness.scan_target import gate_findings, kubelet_findings
-from harness.upgrade_facts import API_REMOVALS, ApiRemoval, removals_ahead, renamed_metrics
-from harness.upgrade_report import UpgradeReport, api_changes, gate_changes, render_markdown, write_report
-from harness.versions import VERSIONS_FILE, load_matrix, parse_matrix
+from harness.core.errors import HarnessError
+from harness.core.upgrade_facts import API_REMOVALS, ApiRemoval, removals_ahead, renamed_metrics
+from harness.core.versions import VERSIONS_FILE, load_matrix, parse_matrix
+from harness.kit.checks.detectors import Severity
+from harness.scan.target import gate_findings, kubelet_findings
+from harness.upgrade.report import UpgradeReport, api_changes, gate_changes, render_markdown, write_report
 
 CREATES_OLD = "resourceclaim_controller_creates_total"
 CREATES_NEW = "dynamic_resource_allocation_resourceclaim_creates_total"

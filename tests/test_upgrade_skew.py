@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.clusters.kubeletupgrade import nodes_to_swap
-from harness.clusters.upgrade import SKEW_POLICY, skew_refusal, storage_drops
-from harness.errors import HarnessError
+from harness.clusters.local.kubelets import nodes_to_swap
+from harness.clusters.local.upgrade import SKEW_POLICY, skew_refusal, storage_drops
+from harness.core.errors import HarnessError
 
 
 @pytest.mark.parametrize(

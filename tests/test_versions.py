@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import HarnessError
-from harness.versions import VersionsError, load_matrix, parse_matrix
+from harness.core.errors import HarnessError
+from harness.core.versions import VersionsError, load_matrix, parse_matrix
 
 GOOD = """
 default_minor = "1.37"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.errors import HarnessError, WaitTimeout
-from harness.waits import assert_stays, wait_for
+from harness.core.errors import HarnessError, WaitTimeout
+from harness.kit.waits import assert_stays, wait_for
 
 
 def test_wait_for_returns_the_first_value_that_satisfies() -> None:

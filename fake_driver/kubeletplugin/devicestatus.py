@@ -7,7 +7,7 @@ it prepared: driver, pool, device (and shareID for a share of a consumable-capac
 references, the `Ready` condition should be True": k8s.io/api resource/v1 types.go
 AllocatedDeviceStatus.Conditions @ v0.37.2) and ``data`` with what the container sees. No
 ``networkData``: the GPUs the personalities model have no network interface of their own (a NIC
-driver reports it; harness/devicestatus.py plays one). Upstream's test driver
+driver reports it; harness/kit/devicestatus.py plays one). Upstream's test driver
 writes the same entry from the kubelet plugin of the pod's node with UpdateStatus (kubernetes
 test/e2e/dra/dra.go "must allow the driver to update ResourceClaim device status" and
 test/e2e/dra/test-driver/app/kubeletplugin.go UpdateStatus @ v1.37.2).

@@ -2,7 +2,7 @@
 point (scale.run), reduced to what a pod costs at each point and a power-law fit of how
 each cost grows with the number of nodes (cost = a * nodes^b, least squares in log-log).
 
-The result file (curve-<minor>.json, harness.costs) is rewritten after every point, so a
+The result file (curve-<minor>.json, harness.reports.costs) is rewritten after every point, so a
 long curve keeps what it measured when stopped; the plot (plot.py) is drawn from it.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.costplot import curve_svg
-from harness.costs import ScaleSummary
+from harness.reports.costplot import curve_svg
+from harness.reports.costs import ScaleSummary
 
 # point key -> (label, unit) for the table, the fit and the plot
 CURVE_METRICS = {

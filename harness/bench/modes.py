@@ -20,11 +20,11 @@ from typing import Any
 from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.profiles import get_profile
 from fake_driver.publisher import Publisher
-from harness import builders as b
-from harness.clusters.local import LocalCluster
+from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.nodes import NodePool, node_manifest, node_ready
-from harness.kube import Kube, Obj
-from harness.waits import wait_for
+from harness.kit import builders as b
+from harness.kit.kube import Kube, Obj
+from harness.kit.waits import wait_for
 
 MODES = ("plain", "legacy", "bridged", "claims")
 GPU = "nvidia.com/gpu"

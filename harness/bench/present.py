@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.costs import ScaleSummary
+from harness.reports.costs import ScaleSummary
 
 
 def format_summary(summary: ScaleSummary) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 PROFILE_SECONDS = 20  # the endpoint samples this long, starting when the paused scheduler resumes
 TOP = 15

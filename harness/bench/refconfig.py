@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from fake_driver.apilimits import parse_minor
 from fake_driver.slices import render_node
-from harness import expectations
 from harness.bench.modes import (
     GPU,
     GPUS_PER_NODE,
@@ -29,7 +28,8 @@ from harness.bench.modes import (
     pod,
 )
 from harness.clusters.nodes import NodePool, node_manifest
-from harness.kube import Obj
+from harness.core import expectations
+from harness.kit.kube import Obj
 
 INDEX = "{{.Index}}"
 # A node name no real node has: it marks where the index goes in the rendered slices.

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.refconfig import RefConfig
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 RUN_TIMEOUT = 1800  # seconds for one mode, 5,000 nodes included
 DRA_PLUGIN = "DynamicResources"

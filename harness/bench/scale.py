@@ -37,15 +37,15 @@ from harness.bench.refconfig import render
 from harness.bench.reference import Reference, RefResult, summarize_reference
 from harness.bench.summary import RepResult, summarize
 from harness.bench.workload import MIN_WINDOW_SECONDS, Bench
-from harness.clusters.components import Tuning
-from harness.clusters.local import LocalCluster
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.local.components import Tuning
 from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
 from harness.controlplane.schedperf import ensure_schedperf, etcd_wrapper
-from harness.costs import DEFAULT_BENCH_DIR, ScaleSummary, write_scale
-from harness.errors import HarnessError
-from harness.kube import Kube
-from harness.outputs import check_output
-from harness.versions import load_matrix
+from harness.core.errors import HarnessError
+from harness.core.outputs import check_output
+from harness.core.versions import load_matrix
+from harness.kit.kube import Kube
+from harness.reports.costs import DEFAULT_BENCH_DIR, ScaleSummary, write_scale
 
 CLIENT_QPS = 5000  # as scheduler_perf: client-side rate limiters must not be the bottleneck
 # A repetition shorter than MIN_WINDOW_SECONDS adds a batch, up to this many. One by default:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from harness.bench.metrics import metric_sum, parse_metrics, process_cpu_seconds
 from harness.bench.profile import ProfileFetch
-from harness.clusters import health
-from harness.clusters.local import LocalCluster
+from harness.clusters.host import health
+from harness.clusters.local.cluster import LocalCluster
 
 Samples = list[tuple[str, dict[str, str], float]]
 

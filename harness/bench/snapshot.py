@@ -19,7 +19,7 @@ from harness.bench.scrape import (
     throttle_seconds,
     writes,
 )
-from harness.waits import wait_for
+from harness.kit.waits import wait_for
 
 CLAIM_CREATE_METRICS = [
     "dynamic_resource_allocation_resourceclaim_creates_total",  # 1.37+

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from harness.bench.metrics import cv, percentile
 from harness.bench.modes import MODES
-from harness.costs import ModeSummary, ScaleSummary
+from harness.reports.costs import ModeSummary, ScaleSummary
 
 DISTURBED_STEAL_PERCENT = 1.0  # the hypervisor took more of the machine than this: flagged
 

@@ -8,7 +8,6 @@ import os
 import time
 from pathlib import Path
 
-from harness import builders as b
 from harness.bench.metrics import (
     SampleLog,
     Sampler,
@@ -24,10 +23,11 @@ from harness.bench.profile import ProfileFetch
 from harness.bench.scrape import Scraper
 from harness.bench.snapshot import CPU_COMPONENTS, SCHEDULED, Snapshot, bound
 from harness.bench.summary import RepResult, merge_batches
-from harness.clusters.local import LocalCluster
-from harness.errors import HarnessError
-from harness.kube import Kube, Obj
-from harness.waits import wait_for
+from harness.clusters.local.cluster import LocalCluster
+from harness.core.errors import HarnessError
+from harness.kit import builders as b
+from harness.kit.kube import Kube, Obj
+from harness.kit.waits import wait_for
 
 PENDING = "scheduler_pending_pods"
 EVENTS_HANDLED = "scheduler_event_handling_duration_seconds_count"

@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from harness.cells import Cell
+from harness.core.cells import Cell
 
 
 class AttachedCluster:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from harness.cells import Cell
+from harness.core.cells import Cell
 
 __all__ = ["Cell", "Cluster"]  # Cell: what a provider's cell() returns
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from harness.clusters.base import Cell
-from harness.kube import API_ERRORS, Kube
+from harness.kit.kube import API_ERRORS, Kube
 
 _FEATURE = re.compile(r'^kubernetes_feature_enabled\{name="([^"]+)",stage="[^"]*"\} (\d)', re.MULTILINE)
 

@@ -16,7 +16,7 @@ import yaml
 
 from harness.clusters.nodes import KWOK_ANNOTATION, KWOK_VALUE
 from harness.controlplane.build import module_dir
-from harness.versions import Matrix
+from harness.core.versions import Matrix
 
 OUTCOME_ANNOTATION = "dra-harness.io/outcome"
 

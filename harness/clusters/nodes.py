@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fake_driver.ownership import is_owned, owner_labels
-from harness.kube import Kube, NotFoundError, Obj
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit.kube import Kube, NotFoundError, Obj
+from harness.kit.waits import TIMEOUTS, wait_for
 
 POOL_LABEL = "dra-harness.io/pool"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from harness.clusters.base import Cluster
 from harness.clusters.existing import ExistingCluster
-from harness.clusters.local import LocalCluster
-from harness.clusters.realnodes import RealPool
-from harness.errors import HarnessError
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPool
+from harness.core.errors import HarnessError
 
 PROVIDERS = ("local", "kind", "existing")
 
@@ -32,7 +32,7 @@ def make_cluster(
             raise HarnessError("--cluster-provider existing needs --kubeconfig")
         return ExistingCluster(kubeconfig)
     if provider == "kind":
-        from harness.clusters.kind import KindProvider
+        from harness.clusters.kind.provider import KindProvider
 
         return KindProvider(minor, profile, run_dir=run_dir, keep=keep)
     raise HarnessError(f"unknown cluster provider {provider!r}; valid: {', '.join(PROVIDERS)}")

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from harness.controlplane.buildlog import cache_root as cache_root
 from harness.controlplane.buildlog import expectation, expected_seconds
-from harness.errors import HarnessError
-from harness.versions import REPO_ROOT, Matrix, Minor, minor_number
+from harness.core.errors import HarnessError
+from harness.core.versions import REPO_ROOT, Matrix, Minor, minor_number
 
 CONTROLPLANE_DIR = REPO_ROOT / "controlplane"
 MAIN_PACKAGE = "./cmd/k8slocal"

@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from harness.versions import Matrix, load_matrix
+from harness.core.versions import Matrix, load_matrix
 
 BUILDS_LOG = "builds.jsonl"
 

@@ -12,8 +12,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.versions import GateProfile, Minor
+from harness.core.errors import HarnessError
+from harness.core.versions import GateProfile, Minor
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,8 @@ def _main(argv: list[str]) -> int:
     import subprocess
 
     from harness.controlplane.build import CONTROLPLANE_DIR, _go_env, modfile_path
-    from harness.errors import HarnessError
-    from harness.versions import load_matrix
+    from harness.core.errors import HarnessError
+    from harness.core.versions import load_matrix
 
     try:
         matrix = load_matrix()

@@ -33,8 +33,8 @@ from harness.controlplane.build import (
     module_dir,
 )
 from harness.controlplane.buildlog import expectation, expected_seconds
-from harness.errors import HarnessError
-from harness.versions import Matrix, Minor
+from harness.core.errors import HarnessError
+from harness.core.versions import Matrix, Minor
 
 KUBELET_PACKAGE = "k8s.io/kubernetes/cmd/kubelet"
 CONTAINERD_COMMANDS = ("containerd", "containerd-shim-runc-v2", "ctr")

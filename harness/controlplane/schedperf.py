@@ -29,8 +29,8 @@ from harness.controlplane.build import (
     go_identity,
     modfile_path,
 )
-from harness.errors import HarnessError
-from harness.versions import Minor
+from harness.core.errors import HarnessError
+from harness.core.versions import Minor
 
 PACKAGE = "./schedperf"
 BUILD_TIMEOUT = 1800  # a cold build of the framework and the API server it embeds, on 2 cores

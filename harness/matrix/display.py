@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, TextIO
 
-from harness.cells import Cell
-from harness.versions import REPO_ROOT
+from harness.core.cells import Cell
+from harness.core.versions import REPO_ROOT
 
 
 class CellRun(Protocol):

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from harness.cells import Cell
-from harness.clusters.processes import exit_code as signal_exit_code
-from harness.clusters.processes import forward_stop, popen_child
-from harness.clusters.rundirs import ENV, matrix_cell_run_dir
-from harness.errors import HarnessError
-from harness.layout import (
+from harness.clusters.host.processes import exit_code as signal_exit_code
+from harness.clusters.host.processes import forward_stop, popen_child
+from harness.clusters.host.rundirs import ENV, matrix_cell_run_dir
+from harness.core.cells import Cell
+from harness.core.errors import HarnessError
+from harness.core.layout import (
     REPORTS,
     MatrixCellJson,
     MatrixJson,
@@ -41,10 +41,10 @@ from harness.layout import (
     pytest_command,
     write_matrix_json,
 )
+from harness.core.redaction import redact_file
+from harness.core.versions import REPO_ROOT, Matrix
 from harness.matrix.display import Display
-from harness.redaction import redact_file
-from harness.reporting import LOAD_ENV, read_summary
-from harness.versions import REPO_ROOT, Matrix
+from harness.reports.summary import LOAD_ENV, read_summary
 
 DEFAULT_JOBS = 2
 ISOLATED = ("-p", "no:cacheprovider")  # cells in parallel share no pytest cache

@@ -7,8 +7,8 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 
 from fake_driver.personalities import PERSONALITIES
-from harness.cells import Cell, MatrixError
-from harness.versions import Matrix
+from harness.core.cells import Cell, MatrixError
+from harness.core.versions import Matrix
 
 
 def all_cells(matrix: Matrix, personalities: Iterable[str] = PERSONALITIES) -> list[Cell]:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.core.versions import minor_number
 from harness.nightly.night import CellNight, Night, TestRun
-from harness.versions import minor_number
 
 NEW_FAILURE_EXIT = 3
 DEFAULT_SLOWER_BY = 50.0  # percent

@@ -1,5 +1,5 @@
 """Reading nights. Tonight: the cells' summary.json files under the directories given, read
-strictly (harness.reporting.read_summary: a malformed file is one line naming it). A baseline:
+strictly (harness.reports.summary.read_summary: a malformed file is one line naming it). A baseline:
 whatever an earlier night left — a night.json (`report` writes one), summary.json files, or
 only a readiness.json (reports from before night.json) — read leniently: what cannot be read is
 a note and is not compared, never an error. Two artifacts claiming one cell are an error on
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.nightly.night import FORMAT, CellNight, Night, NightError, TestRun, from_summary
-from harness.reporting import OUTCOMES, read_summary
+from harness.reports.summary import OUTCOMES, read_summary
 
 NIGHT_JSON = "night.json"
 

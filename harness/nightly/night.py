@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.reporting import OUTCOMES, CellSummary
+from harness.core.errors import HarnessError
+from harness.reports.summary import OUTCOMES, CellSummary
 
 FORMAT = "dra-harness-night"
 VERSION = 1
@@ -32,7 +32,7 @@ class NightError(HarnessError):
 class TestRun:
     __test__ = False  # a record of a test, not a test class for pytest to collect
 
-    outcome: str  # one of harness.reporting.OUTCOMES
+    outcome: str  # one of harness.reports.summary.OUTCOMES
     duration: float | None  # None: the file did not say
     message: str = ""
 
@@ -98,7 +98,7 @@ def cell_id(cell: dict[str, str]) -> str:
 
 
 def from_summary(summary: CellSummary, source: str) -> CellNight:
-    """A cell's summary.json as read by harness.reporting.read_summary. A test recorded twice
+    """A cell's summary.json as read by harness.reports.summary.read_summary. A test recorded twice
     (a rerun) keeps its last outcome."""
     tests = {t.nodeid: TestRun(t.outcome, t.duration, t.message) for t in summary.tests}
     return CellNight(

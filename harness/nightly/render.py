@@ -9,8 +9,8 @@ from typing import Any
 
 import jinja2
 
+from harness.core.versions import REPO_ROOT
 from harness.nightly.diff import KINDS, Diff, Entry
-from harness.versions import REPO_ROOT
 
 TEMPLATES = REPO_ROOT / "reports" / "templates"
 WHAT = {

@@ -17,8 +17,8 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.reporting import CellSummary, TestRecord
-from harness.requirements import Kind
+from harness.core.requirements import Kind
+from harness.reports.summary import CellSummary, TestRecord
 
 
 class Verdict(enum.StrEnum):

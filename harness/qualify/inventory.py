@@ -13,7 +13,7 @@ from fake_driver.errors import FakeDriverError
 from fake_driver.fleet import fleet_from_dict
 from fake_driver.personalities import PERSONALITIES
 from fake_driver.slices import render_node
-from harness.kube import Obj
+from harness.kit.kube import Obj
 
 Shape = dict[str, str]  # name -> type (string, int, bool, version, quantity)
 

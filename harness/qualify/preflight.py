@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import builders as b
-from harness.detectors import detect_ambiguous_mappings, mapping_claimants
-from harness.kube import API_ERRORS, Kube, Obj
+from harness.kit import builders as b
+from harness.kit.checks.detectors import detect_ambiguous_mappings, mapping_claimants
+from harness.kit.kube import API_ERRORS, Kube, Obj
 
 MIN_VERSION = (1, 34)
 NEEDED_APIS = ("resource.k8s.io/v1",)
@@ -97,7 +97,7 @@ def allowed(kube: Kube, verb: str, group: str, resource: str) -> bool:
 
 def ambiguous_mappings(kube: Kube, classes: list[Obj], version: tuple[int, int]) -> list[str]:
     """One line per extended resource name several DeviceClasses map: the bridging suites'
-    pods would get the scheduler's pick of classes, or none (harness.detectors)."""
+    pods would get the scheduler's pick of classes, or none (harness.kit.checks.detectors)."""
     if not any(len(names) > 1 for names in mapping_claimants(classes).values()):
         return []  # the pods are listed only when there is something to name
     pods = kube.list("v1", "Pod")

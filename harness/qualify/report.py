@@ -16,11 +16,11 @@ from typing import Any
 
 import jinja2
 
+from harness.core.redaction import redact_obj
+from harness.core.versions import REPO_ROOT
 from harness.qualify.capabilities import CapabilityResult, Verdict
 from harness.qualify.inventory import KindInventory
 from harness.qualify.preflight import ClusterFacts
-from harness.redaction import redact_obj
-from harness.versions import REPO_ROOT
 
 TEMPLATES = REPO_ROOT / "reports" / "templates"
 TARBALL = "results.tar.gz"

@@ -14,18 +14,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import builders as b
-from harness.clusters.processes import run_child
-from harness.errors import HarnessError
-from harness.fleet_inventory import parse_selector
-from harness.kube import API_ERRORS, Kube, kubeconfig_files
-from harness.outputs import check_output
+from harness.clusters.host.processes import run_child
+from harness.core.errors import HarnessError
+from harness.core.outputs import check_output
+from harness.core.versions import REPO_ROOT
+from harness.kit import builders as b
+from harness.kit.fleet_inventory import parse_selector
+from harness.kit.kube import API_ERRORS, Kube, kubeconfig_files
 from harness.qualify.capabilities import decide_all
 from harness.qualify.inventory import KindInventory, inventory
 from harness.qualify.preflight import ClusterFacts, preflight
 from harness.qualify.report import Qualification, write_report
-from harness.reporting import read_summary
-from harness.versions import REPO_ROOT
+from harness.reports.summary import read_summary
 
 # The suites that say something about a driver; the others test the harness, the fake
 # driver or the local provider, and only skip on an external driver.

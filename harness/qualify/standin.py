@@ -30,10 +30,10 @@ from fake_driver.kube import as_rest
 from fake_driver.ownership import OWNED_SELECTOR, check_not_foreign, is_owned
 from fake_driver.personalities import get_personality
 from fake_driver.slices import render_node
+from harness.clusters.host.processes import one_line_errors
 from harness.clusters.nodes import NodePool, create_pool
-from harness.clusters.processes import one_line_errors
-from harness.errors import HarnessError
-from harness.kube import API_ERRORS, Kube, Obj
+from harness.core.errors import HarnessError
+from harness.kit.kube import API_ERRORS, Kube, Obj
 
 STANDIN_LABEL = "dra-harness.io/standin-driver"
 DEFAULT_PERSONALITY = "nvidia-v0.4"

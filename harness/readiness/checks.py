@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from harness.readiness.catalog import CHECKS
 from harness.readiness.gates import reason_meaning
 from harness.readiness.status import Check, CheckResult, Status
-from harness.reporting import TestRecord
+from harness.reports.summary import TestRecord
 
 
 def _short(nodeid: str) -> str:

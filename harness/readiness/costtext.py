@@ -1,4 +1,4 @@
-"""The cost section in words: one sentence per mode of a scale benchmark (harness.costs's
+"""The cost section in words: one sentence per mode of a scale benchmark (harness.reports.costs's
 ScaleSummary) with its numbers and upstream scheduler_perf's beside them when the run had
 --reference, what to watch after migrating a pool, the scheduler's top functions, and the
 cost curves' fits (curve-<minor>.json)."""

@@ -1,12 +1,12 @@
-"""What a skip reason (harness.requirements.Reason) means for a check: its status and what
+"""What a skip reason (harness.core.requirements.Reason) means for a check: its status and what
 to change, decided on the reason's fields, never on its wording."""
 
 from __future__ import annotations
 
 from typing import assert_never
 
+from harness.core.requirements import Capability, Kind, Reason
 from harness.readiness.status import Check, Status
-from harness.requirements import Capability, Kind, Reason
 
 # Where each feature gate must be on, and from which release it need not be set at all.
 # Source: kubernetes/kubernetes pkg/features/kube_features.go at v1.34.0-v1.37.0 (each gate's

@@ -2,7 +2,7 @@
 run, and the scale benchmark's files for the cost section.
 
 Scale benchmark input (optional): every reports/out/bench/scale*.json, or --bench FILE, in
-harness.costs's ScaleSummary format (scale-<minor>.json) or this plain one:
+harness.reports.costs's ScaleSummary format (scale-<minor>.json) or this plain one:
     {"title": str?, "generated": str?,
      "rows": [{"cell": "1.37/nvidia-v25.12/dra-all", "scenario": "device plugin" | ...,
                "nodes": int, "pods": int, "metrics": {"<name> (<unit>)": number, ...}}]}
@@ -15,15 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.costplot import curve_svg
-from harness.costs import DEFAULT_BENCH_DIR, MODE_DESCRIPTIONS, read_scale
-from harness.layout import MatrixCellJson, MatrixJson, read_matrix_json
+from harness.core.layout import MatrixCellJson, MatrixJson, read_matrix_json
 from harness.readiness.catalog import CHECKS
 from harness.readiness.checks import evaluate_cell, fallback_checks, uncovered
 from harness.readiness.costtext import caveat, context, curve_view, mode_sentence, profile_lines, watch_list
 from harness.readiness.model import CellReport, ReportError
 from harness.readiness.status import Check
-from harness.reporting import read_summary
+from harness.reports.costplot import curve_svg
+from harness.reports.costs import DEFAULT_BENCH_DIR, MODE_DESCRIPTIONS, read_scale
+from harness.reports.summary import read_summary
 
 
 def _matrix_json(run_dir: Path) -> MatrixJson | None:

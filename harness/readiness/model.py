@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
+from harness.core.versions import minor_number
 from harness.readiness.catalog import CHECKS
 from harness.readiness.status import Check, CheckResult, Status
-from harness.reporting import CellSummary, merge_totals
-from harness.versions import minor_number
+from harness.reports.summary import CellSummary, merge_totals
 
 
 class ReportError(HarnessError):

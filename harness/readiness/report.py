@@ -18,11 +18,11 @@ from typing import Any
 
 import jinja2
 
+from harness.core.redaction import redact, redact_obj
+from harness.core.versions import REPO_ROOT
 from harness.readiness.inputs import bench_files, load_cells, load_cost, load_rehearsals, run_info
 from harness.readiness.model import Report, upgrades, with_rehearsals
 from harness.readiness.status import Status
-from harness.redaction import redact, redact_obj
-from harness.versions import REPO_ROOT
 
 TEMPLATES = REPO_ROOT / "reports" / "templates"
 

@@ -14,9 +14,9 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
 from fake_driver import legacy
 from fake_driver.fleet import Fleet
-from harness.kube import ConflictError, Kube, Obj
+from harness.kit.kube import ConflictError, Kube, Obj
+from harness.kit.waits import TIMEOUTS, wait_for
 from harness.rollout.nodes import node_objects
-from harness.waits import TIMEOUTS, wait_for
 
 STACK_LABEL = "dra-harness.io/gpu-stack"  # which mechanism manages the node's GPUs
 STACK_DRA = "dra"

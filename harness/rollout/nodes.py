@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from harness.kube import Kube, Obj
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit.kube import Kube, Obj
+from harness.kit.waits import TIMEOUTS, wait_for
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fake_driver import legacy
-from harness.builders import resource_api
-from harness.drastate import devices_per_node
-from harness.kube import Kube, NotFoundError, Obj
+from harness.kit.builders import resource_api
+from harness.kit.drastate import devices_per_node
+from harness.kit.kube import Kube, NotFoundError, Obj
+from harness.kit.waits import TIMEOUTS, wait_for
 from harness.rollout.deviceplugin import (
     STACK_DEVICE_PLUGIN,
     STACK_DRA,
@@ -20,7 +21,6 @@ from harness.rollout.deviceplugin import (
     readmit_to_device_plugin,
 )
 from harness.rollout.nodes import PodRef, cordon, drain, label_pool, uncordon
-from harness.waits import TIMEOUTS, wait_for
 
 ClassOutcome = Literal["created", "updated", "unchanged"]
 OnStep = Callable[[str], object]

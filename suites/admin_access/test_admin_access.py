@@ -11,12 +11,12 @@ import json
 import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness.drastate import allocated_devices, claims_of
-from harness.kube import ApiException, Kube
-from harness.objects import Created
-from harness.pods import create_claim_pod, wait_phase, wait_unschedulable
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import ApiException, Kube
+from harness.kit.objects import Created
+from harness.kit.pods import create_claim_pod, wait_phase, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, wait_for
 
 NV = "gpu.nvidia.com"
 REFUSAL = (

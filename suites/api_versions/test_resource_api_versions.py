@@ -12,12 +12,12 @@ import json
 import pytest
 
 from fixtures.requirements import api_unserved, provider_unmet, skip
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.expectations import resource_v1beta1_served
-from harness.kube import Kube, Obj
-from harness.objects import Created
-from harness.versions import load_matrix
+from harness.core.expectations import resource_v1beta1_served
+from harness.core.versions import load_matrix
+from harness.kit import builders as b
+from harness.kit.kube import Kube, Obj
+from harness.kit.objects import Created
 
 DRIVER = "apiversions.dra-harness.io"
 H100 = f'device.attributes["{DRIVER}"].model == "H100"'

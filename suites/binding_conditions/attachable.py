@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness import builders as b
-from harness.kube import Obj
+from harness.kit import builders as b
+from harness.kit.kube import Obj
 
 DRIVER = "binding.dra-harness.io"
 ATTACHED = "dra-harness.io/attached"

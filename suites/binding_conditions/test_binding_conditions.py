@@ -5,7 +5,7 @@ status.devices, and reschedules when a bindingFailureCondition turns True.
 Source: pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go PreBind,
 isClaimReadyForBinding @ v1.34.4 and v1.37.2 (the same event text in both). Upstream
 counterpart: kubernetes test/e2e/dra binding-conditions cases. Here the test plays the driver's
-controller (harness.devicestatus)."""
+controller (harness.kit.devicestatus)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import pytest
 
 from fixtures.nodes import MakePool
 from harness.clusters.nodes import POOL_LABEL
-from harness.devicestatus import condition, set_conditions
-from harness.drastate import allocated_devices, claims_of
-from harness.kube import Kube, Obj
-from harness.objects import Created
-from harness.pods import wait_phase
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit.devicestatus import condition, set_conditions
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube, Obj
+from harness.kit.objects import Created
+from harness.kit.pods import wait_phase
+from harness.kit.waits import TIMEOUTS, wait_for
 from suites.binding_conditions.attachable import ATTACHED, FAILED, attachable_pod
 
 pytestmark = [

@@ -14,13 +14,13 @@ import pytest
 from fixtures.namespace import namespace_for
 from fixtures.requirements import provider_unmet, skip, version_unmet
 from harness.clusters.base import Cell
-from harness.clusters.components import Tuning
-from harness.clusters.local import LocalCluster
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.local.components import Tuning
 from harness.clusters.nodes import POOL_LABEL, NodePool, create_pool
-from harness.drastate import claims_of
-from harness.expectations import binding_timeout_configurable
-from harness.kube import Kube, Obj
-from harness.waits import TIMEOUTS, wait_for
+from harness.core.expectations import binding_timeout_configurable
+from harness.kit.drastate import claims_of
+from harness.kit.kube import Kube, Obj
+from harness.kit.waits import TIMEOUTS, wait_for
 from suites.binding_conditions.attachable import attachable_pod
 
 BINDING_TIMEOUT_S = 10

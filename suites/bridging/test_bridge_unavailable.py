@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.requirements import bridge_available, skip
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.kube import Kube
-from harness.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
-from harness.waits import TIMEOUTS, assert_stays
+from harness.kit import builders as b
+from harness.kit.kube import Kube
+from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, assert_stays
 
 
 def test_legacy_request_stays_pending_without_the_bridge(

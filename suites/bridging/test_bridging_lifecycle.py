@@ -7,21 +7,21 @@ import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.namespace import REQUEUE
-from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import (
+from harness.core.expectations import (
     claim_controller_follows_bridged_pods,
     class_add_requeues_fit_rejected_pod,
     implicit_name_alongside_explicit,
     implicit_names_recognized,
 )
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
-from harness.scan import read_state, stranded_claims
-from harness.waits import TIMEOUTS, assert_stays, wait_for
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
+from harness.scan.cluster import read_state, stranded_claims
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
 

@@ -1,7 +1,7 @@
 """A node moved from the device plugin to DRA keeps `nvidia.com/gpu: 0` in its status (the
 kubelet never deletes a removed plugin's resource). Bridged pods reach it from 1.35; on 1.34
 they wait there as "Insufficient" until the resource is taken out of the node's status
-(harness.expectations.bridge_reaches_nodes_a_device_plugin_left)."""
+(harness.core.expectations.bridge_reaches_nodes_a_device_plugin_left)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ import pytest
 from fake_driver import legacy
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness import rollout, scan
+from harness import rollout
 from harness.clusters.base import Cell
-from harness.drastate import claims_of
-from harness.expectations import bridge_reaches_nodes_a_device_plugin_left
-from harness.kube import Kube
-from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
-from harness.scan import leftover_device_plugin_resource
+from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
+from harness.kit import builders as b
+from harness.kit.drastate import claims_of
+from harness.kit.kube import Kube
+from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.scan import cluster as scan
+from harness.scan.cluster import leftover_device_plugin_resource
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]
 

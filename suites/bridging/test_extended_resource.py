@@ -6,23 +6,23 @@ from __future__ import annotations
 import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import (
+from harness.core.expectations import (
     extended_claim_blocks_owner_deletion,
     implicit_names_recognized,
     init_containers_reuse_bridged_devices,
 )
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import (
+from harness.kit import builders as b
+from harness.kit.checks.verification import verify
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import (
     own_reasons,
     scheduling_message,
     wait_phase,
     wait_unschedulable,
 )
-from harness.verification import verify
 
 CLAIM_ANNOTATION = {"resource.kubernetes.io/extended-resource-claim": "true"}
 

@@ -7,17 +7,17 @@ import json
 
 import pytest
 
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.expectations import invalid_extended_resource_name_message
-from harness.kube import ApiException, Kube
-from harness.objects import Created
+from harness.core.expectations import invalid_extended_resource_name_message
+from harness.kit import builders as b
+from harness.kit.kube import ApiException, Kube
+from harness.kit.objects import Created
 
 
 @pytest.mark.feature_gate("DRAExtendedResource")
 def test_an_invalid_extended_resource_name_is_rejected(namespace: str, objects: Created, cell: Cell) -> None:
     # An unprefixed name is a native resource, not an extended one; the message differs per
-    # minor (harness.expectations).
+    # minor (harness.core.expectations).
     name = f"{namespace}-bad-name"
     with pytest.raises(ApiException) as err:
         objects.create(b.device_class(name, selectors=["true"], extended_resource_name="gpu"))

@@ -7,15 +7,15 @@ import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.nodes import MakePool
-from harness import builders as b
 from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import quota_counts_implicit_device_class_name
-from harness.kube import ForbiddenError, Kube
-from harness.objects import Created
-from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
-from harness.waits import TIMEOUTS, wait_for
+from harness.core.expectations import quota_counts_implicit_device_class_name
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import ForbiddenError, Kube
+from harness.kit.objects import Created
+from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
 

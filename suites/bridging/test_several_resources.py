@@ -2,7 +2,7 @@
 makes one claim with one request per (container, resource) and maps each back in the pod's
 status. Upstream counterpart: kubernetes test/e2e/dra extended-resource cases with several
 containers and resources. The resources are two test-unique classes' implicit names
-(`deviceclass.resource.kubernetes.io/<class>`), recognized from 1.35 (harness.expectations)."""
+(`deviceclass.resource.kubernetes.io/<class>`), recognized from 1.35 (harness.core.expectations)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.requirements import skip
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import implicit_names_recognized
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import wait_phase
-from harness.requirements import Kind, Reason
+from harness.core.expectations import implicit_names_recognized
+from harness.core.requirements import Kind, Reason
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import wait_phase
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
 

@@ -19,13 +19,13 @@ import yaml
 
 from fixtures.options import minors_to_check
 from fixtures.requirements import provider_unmet, skip
-from harness import builders as b
 from harness.clusters.base import Cell, Cluster
-from harness.clusters.local import LocalCluster
+from harness.clusters.local.cluster import LocalCluster
 from harness.controlplane.build import binary_path
-from harness.objects import Created
-from harness.versions import REPO_ROOT, load_matrix
-from harness.waits import TIMEOUTS, wait_for
+from harness.core.versions import REPO_ROOT, load_matrix
+from harness.kit import builders as b
+from harness.kit.objects import Created
+from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.fake_driver_only("manifests (applying them creates its namespace)")]
 

@@ -12,13 +12,13 @@ import json
 import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.devicestatus import condition, device_status, write_device_status
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import unallocated_device_status_value
-from harness.kube import ApiException, Kube
-from harness.pods import create_claim_pod, wait_phase
+from harness.core.expectations import unallocated_device_status_value
+from harness.kit import builders as b
+from harness.kit.devicestatus import condition, device_status, write_device_status
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import ApiException, Kube
+from harness.kit.pods import create_claim_pod, wait_phase
 
 NV = "gpu.nvidia.com"
 

@@ -8,24 +8,24 @@ import pytest
 
 from fake_driver import faults
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import (
+from harness.core.expectations import (
     allocation_result_copies_tolerations,
     device_taint_rule_api,
     device_taint_rule_status_checked,
 )
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import (
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import (
     create_claim_pod,
     scheduling_message,
     unschedulable_reasons,
     wait_phase,
     wait_unschedulable,
 )
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit.waits import TIMEOUTS, wait_for
 
 NV = "gpu.nvidia.com"
 

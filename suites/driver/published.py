@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.fleet_inventory import NodeDevices
-from harness.kube import Obj
+from harness.kit.fleet_inventory import NodeDevices
+from harness.kit.kube import Obj
 
 
 def attribute_ref(driver: str, name: str) -> str:

@@ -11,12 +11,12 @@ import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.requirements import fleet_lacks, provider_unmet, skip
-from harness import builders as b
-from harness.drastate import allocation
-from harness.fleet_inventory import Inventory
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import create_claim_pod, wait_phase
+from harness.kit import builders as b
+from harness.kit.drastate import allocation
+from harness.kit.fleet_inventory import Inventory
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import create_claim_pod, wait_phase
 from suites.driver.published import equals, partition_selector, unique_attribute, with_partitions
 
 

@@ -8,11 +8,12 @@ import pytest
 from fake_driver.apilimits import parse_minor
 from fake_driver.ledger import Ledger, Usage
 from fixtures.driver import DriverUnderTest, MakeGpuPool
-from harness import builders as b
-from harness.builders import RESOURCE_V1 as RESOURCE_API
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
-from harness.detectors import (
+from harness.core.expectations import claim_controller_follows_bridged_pods
+from harness.kit import builders as b
+from harness.kit.builders import RESOURCE_V1 as RESOURCE_API
+from harness.kit.checks.detectors import (
     Severity,
     account,
     detect_accounting_gaps,
@@ -21,13 +22,12 @@ from harness.detectors import (
     detect_selectors_matching_nothing,
     detect_unmapped_legacy_requests,
 )
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import claim_controller_follows_bridged_pods
-from harness.kube import Kube, Obj
-from harness.objects import Created
-from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
-from harness.verification import verify
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit.checks.verification import verify
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube, Obj
+from harness.kit.objects import Created
+from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, wait_for
 
 
 def _pods(kube: Kube, namespace: str, names: list[str]) -> list[Obj]:

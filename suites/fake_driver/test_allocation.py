@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness.drastate import allocated_devices, claims_of
-from harness.kube import Kube
-from harness.pods import (
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.pods import (
     condition,
     create_claim_pod,
     own_reasons,
@@ -18,7 +18,7 @@ from harness.pods import (
     wait_phase,
     wait_unschedulable,
 )
-from harness.waits import TIMEOUTS, assert_stays
+from harness.kit.waits import TIMEOUTS, assert_stays
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 

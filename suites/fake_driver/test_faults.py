@@ -8,8 +8,8 @@ from fake_driver import apilimits, faults
 from fake_driver.faultstate import FAULTS_ANNOTATION
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from harness.clusters.base import Cell
-from harness.drastate import device_names, node_slices, pools
-from harness.kube import Kube
+from harness.kit.drastate import device_names, node_slices, pools
+from harness.kit.kube import Kube
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 

@@ -10,13 +10,13 @@ from fake_driver.errors import InstallRefusedError
 from fake_driver.ledger import Ledger, Usage
 from fake_driver.personalities import get_personality
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness.builders import RESOURCE_V1 as SLICE_API
-from harness.drastate import allocated_devices, claims_of
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import wait_phase
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit import builders as b
+from harness.kit.builders import RESOURCE_V1 as SLICE_API
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import wait_phase
+from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 

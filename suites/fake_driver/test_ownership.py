@@ -20,12 +20,12 @@ from fake_driver.publisher import Publisher
 from fixtures.driver import DriverUnderTest, install_classes, remove_classes
 from fixtures.fake_driver import GpuPool, fleet_of
 from fixtures.nodes import MakePool
-from harness.builders import RESOURCE_V1 as API
 from harness.clusters.base import Cell, Cluster
-from harness.kube import Kube, Obj
-from harness.objects import Created
+from harness.core.versions import REPO_ROOT
+from harness.kit.builders import RESOURCE_V1 as API
+from harness.kit.kube import Kube, Obj
+from harness.kit.objects import Created
 from harness.qualify.standin import STANDIN_LABEL
-from harness.versions import REPO_ROOT
 
 pytestmark = [pytest.mark.fake_driver_only("installs the fake driver over a real driver's objects")]
 

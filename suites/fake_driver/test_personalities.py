@@ -12,9 +12,9 @@ from fake_driver.kube import KubeRest
 from fake_driver.personalities import get_personality
 from fake_driver.profiles import get_profile
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness.builders import RESOURCE_V1
-from harness.drastate import device_names, node_slices, pools
-from harness.kube import Kube, Obj
+from harness.kit.builders import RESOURCE_V1
+from harness.kit.drastate import device_names, node_slices, pools
+from harness.kit.kube import Kube, Obj
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 

@@ -10,12 +10,12 @@ from fake_driver.errors import NodeNotFoundError, PublishError
 from fake_driver.kube import ApiError, KubeRest
 from fake_driver.publisher import Publisher
 from fixtures.fake_driver import GpuPool, MakeGpuFleet, fleet_of
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.drastate import device_names, node_slices, pools
-from harness.kube import Kube
-from harness.objects import Created
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit import builders as b
+from harness.kit.drastate import device_names, node_slices, pools
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 

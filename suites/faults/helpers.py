@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from harness import builders as b
-from harness.invariants import check_cluster
-from harness.kube import Kube
-from harness.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit import builders as b
+from harness.kit.checks.invariants import check_cluster
+from harness.kit.kube import Kube
+from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, wait_for
 
 
 def settled(kube: Kube, namespace: str, running: Iterable[str], after: str) -> None:

@@ -9,15 +9,15 @@ import pytest
 
 from fixtures.cluster import component_down
 from fixtures.driver import DriverUnderTest, MakeGpuPool
-from harness import builders as b
-from harness.builders import RESOURCE_V1
-from harness.clusters import health
-from harness.clusters.local import LocalCluster
-from harness.drastate import allocated, allocations, claims_of
-from harness.invariants import EXTENDED_RESOURCE_CLAIM, check_cluster
-from harness.kube import Kube
-from harness.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
-from harness.waits import TIMEOUTS, assert_stays, wait_for
+from harness.clusters.host import health
+from harness.clusters.local.cluster import LocalCluster
+from harness.kit import builders as b
+from harness.kit.builders import RESOURCE_V1
+from harness.kit.checks.invariants import EXTENDED_RESOURCE_CLAIM, check_cluster
+from harness.kit.drastate import allocated, allocations, claims_of
+from harness.kit.kube import Kube
+from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
 from suites.faults.helpers import assert_full, settled
 
 pytestmark = [pytest.mark.serial, pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]

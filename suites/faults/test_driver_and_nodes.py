@@ -16,15 +16,15 @@ import yaml
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.fake_driver import GpuFleet, GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness.builders import RESOURCE_V1
-from harness.clusters.local import LocalCluster
-from harness.clusters.processes import ManagedProcess, log_tail
-from harness.drastate import allocated, allocated_devices, allocations, claims_of
-from harness.kube import Kube, Obj
-from harness.pods import wait_phase
-from harness.versions import REPO_ROOT
-from harness.waits import TIMEOUTS, wait_for
+from harness.clusters.host.processes import ManagedProcess, log_tail
+from harness.clusters.local.cluster import LocalCluster
+from harness.core.versions import REPO_ROOT
+from harness.kit import builders as b
+from harness.kit.builders import RESOURCE_V1
+from harness.kit.drastate import allocated, allocated_devices, allocations, claims_of
+from harness.kit.kube import Kube, Obj
+from harness.kit.pods import wait_phase
+from harness.kit.waits import TIMEOUTS, wait_for
 from suites.faults.helpers import assert_full, settled
 
 pytestmark = [pytest.mark.serial, pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]

@@ -1,7 +1,7 @@
 """Gang scheduling (KEP-4671) of GPU pods: a gang binds only when all of its minCount pods
 fit, whether the pods ask for GPUs by extended resource (device plugin) or by DRA claim.
 
-The Workload/PodGroup objects and the pod field differ per minor; harness/gang.py hides that.
+The Workload/PodGroup objects and the pod field differ per minor; harness/kit/gang.py hides that.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import pytest
 from fixtures.fake_driver import FLEET_LABEL, GpuPool, MakeGpuFleet
 from fixtures.nodes import MakePool
 from fixtures.requirements import api_unserved, gate_reason, skip
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import gang_unschedulable_message
-from harness.gang import GangApi, gang_api, gang_objects, join_gang, pod_group_kind
-from harness.kube import Kube, Obj
-from harness.pods import condition, wait_phase
-from harness.waits import TIMEOUTS, assert_stays, wait_for
+from harness.core.expectations import gang_unschedulable_message
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.gang import GangApi, gang_api, gang_objects, join_gang, pod_group_kind
+from harness.kit.kube import Kube, Obj
+from harness.kit.pods import condition, wait_phase
+from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.min_version("1.35"), pytest.mark.feature_gate("GenericWorkload")]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness import builders as b
+from harness.kit import builders as b
 
 NV = "gpu.nvidia.com"
 

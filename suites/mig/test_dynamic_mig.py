@@ -7,17 +7,17 @@ from __future__ import annotations
 import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness.drastate import allocation
-from harness.kube import Kube
-from harness.pods import (
+from harness.kit import builders as b
+from harness.kit.drastate import allocation
+from harness.kit.kube import Kube
+from harness.kit.pods import (
     create_claim_pod,
     scheduling_message,
     unschedulable_reasons,
     wait_phase,
     wait_unschedulable,
 )
-from harness.waits import TIMEOUTS, assert_stays
+from harness.kit.waits import TIMEOUTS, assert_stays
 from suites.mig.claims import nv
 
 pytestmark = [pytest.mark.feature_gate("DRAPartitionableDevices")]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness.drastate import allocation, claims_of
-from harness.kube import Kube
-from harness.pods import create_claim_pod, wait_phase
+from harness.kit import builders as b
+from harness.kit.drastate import allocation, claims_of
+from harness.kit.kube import Kube
+from harness.kit.pods import create_claim_pod, wait_phase
 from suites.mig.claims import nv, prefer_3g_then_1g
 
 pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]

@@ -2,7 +2,7 @@
 `firstAvailable` request, the scheduler prefers the one where a higher-ranked subrequest fits.
 Source: pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go Score/computeScore
 @ v1.35.4+ (FirstAvailableDeviceRequestMaxSize - index per allocated subrequest); v1.34.4 has no
-Score, so there the node is any feasible one (harness.expectations)."""
+Score, so there the node is any feasible one (harness.core.expectations)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from fixtures.requirements import skip
 from harness.clusters.base import Cell
-from harness.drastate import allocation
-from harness.expectations import prioritized_list_scores_nodes
-from harness.kube import Kube
-from harness.pods import create_claim_pod, wait_phase
-from harness.requirements import Kind, Reason
+from harness.core.expectations import prioritized_list_scores_nodes
+from harness.core.requirements import Kind, Reason
+from harness.kit.drastate import allocation
+from harness.kit.kube import Kube
+from harness.kit.pods import create_claim_pod, wait_phase
 from suites.mig.claims import prefer_3g_then_1g
 
 pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]

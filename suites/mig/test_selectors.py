@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from fake_driver.fleet import fleet_from_dict
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.drastate import allocation, claims_of
-from harness.kube import Kube, Obj
-from harness.pods import (
+from harness.kit import builders as b
+from harness.kit.drastate import allocation, claims_of
+from harness.kit.kube import Kube, Obj
+from harness.kit.pods import (
     condition,
     create_claim_pod,
     scheduling_message,
@@ -18,7 +18,7 @@ from harness.pods import (
     wait_phase,
     wait_unschedulable,
 )
-from harness.waits import TIMEOUTS, assert_stays, wait_for
+from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
 from suites.mig.claims import NV, nv
 
 HINT_1_37 = (

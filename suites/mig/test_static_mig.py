@@ -5,10 +5,10 @@ one physical GPU."""
 from __future__ import annotations
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness.drastate import allocation, node_slices
-from harness.kube import Kube
-from harness.pods import create_claim_pod, wait_phase
+from harness.kit import builders as b
+from harness.kit.drastate import allocation, node_slices
+from harness.kit.kube import Kube
+from harness.kit.pods import create_claim_pod, wait_phase
 from suites.mig.claims import NV, nv
 
 LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]

@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 
 from fixtures.nodes import MakePool
-from harness import builders as b
 from harness.clusters.nodes import POOL_LABEL as POOL
-from harness.drastate import allocated_devices
-from harness.kube import Kube, Obj
-from harness.objects import Created
-from harness.pods import wait_phase, wait_unschedulable
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices
+from harness.kit.kube import Kube, Obj
+from harness.kit.objects import Created
+from harness.kit.pods import wait_phase, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, wait_for
 
 DRIVER = "fabric.dra-harness.io"
 DOMAIN = "dra-harness.io/nvlink-domain"

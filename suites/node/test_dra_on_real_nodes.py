@@ -12,13 +12,13 @@ import pytest
 from fake_driver.kubeletplugin.cdi import cdi_device_id, spec_path
 from fake_driver.profiles import gpu_uuid
 from fixtures.realnodes import OLD_POOL, RealNodes, oldest_minor
-from harness import builders as b
-from harness.detectors import detect_double_stack
-from harness.drastate import allocated_devices, claims_of
-from harness.nodepods import container_env, device_env, dra_calls, env_pod
-from harness.objects import Created
-from harness.pods import wait_phase
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit import builders as b
+from harness.kit.checks.detectors import detect_double_stack
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.nodepods import container_env, device_env, dra_calls, env_pod
+from harness.kit.objects import Created
+from harness.kit.pods import wait_phase
+from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.real_node]
 DRIVER = "gpu.nvidia.com"

@@ -14,24 +14,24 @@ from pathlib import Path
 import pytest
 
 from fixtures.hostcompare import assert_host_as, quiet_host_snapshot
-from harness.clusters import hoststate
-from harness.clusters.local import LocalCluster
-from harness.clusters.realnodes import RealPool
+from harness.clusters.host import state as hoststate
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPool
 from harness.controlplane.nodeparts import ensure_busybox
-from harness.errors import HarnessError
-from harness.kube import Kube
-from harness.nodepods import env_pod
-from harness.pods import wait_phase
-from harness.versions import load_matrix
-from harness.waits import TIMEOUTS, wait_for
+from harness.core.errors import HarnessError
+from harness.core.versions import load_matrix
+from harness.kit.kube import Kube
+from harness.kit.nodepods import env_pod
+from harness.kit.pods import wait_phase
+from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.real_node]
 
 # The owner: a process holding a cluster with one real node until it is signalled.
 OWNER = """
 import pathlib, signal, sys
-from harness.clusters.local import LocalCluster
-from harness.clusters.realnodes import RealPool
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPool
 with LocalCluster(real_pools=[RealPool("t", count=1, gpus=1)]) as cluster:
     pathlib.Path(sys.argv[1]).write_text(str(cluster.kubeconfig))
     signal.pause()

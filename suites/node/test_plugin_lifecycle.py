@@ -14,13 +14,13 @@ import pytest
 
 from fake_driver.kubeletplugin.cdi import spec_path
 from fixtures.realnodes import RealNodes, node_component_down
-from harness import builders as b
-from harness.clusters.realnode import RealNode
-from harness.drastate import claims_of
-from harness.kube import Kube, NotFoundError, Obj
-from harness.nodepods import container_env, device_env, dra_calls, env_pod
-from harness.pods import phase, wait_phase
-from harness.waits import TIMEOUTS, assert_stays, wait_for
+from harness.clusters.realnodes.node import RealNode
+from harness.kit import builders as b
+from harness.kit.drastate import claims_of
+from harness.kit.kube import Kube, NotFoundError, Obj
+from harness.kit.nodepods import container_env, device_env, dra_calls, env_pod
+from harness.kit.pods import phase, wait_phase
+from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
 
 pytestmark = [pytest.mark.real_node]
 DRIVER = "gpu.nvidia.com"

@@ -18,14 +18,13 @@ from fake_driver.legacy import advertised
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import FLEET_LABEL, GpuFleet, GpuPool, MakeGpuFleet
 from fixtures.requirements import provider_unmet, skip, version_unmet
-from harness import builders as b
 from harness import rollout
 from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
-from harness.detectors import detect_double_stack
-from harness.drastate import allocated_devices, claims_of, devices_per_node
-from harness.expectations import bridge_reaches_nodes_a_device_plugin_left
-from harness.invariants import (
+from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
+from harness.kit import builders as b
+from harness.kit.checks.detectors import detect_double_stack
+from harness.kit.checks.invariants import (
     check_cluster,
     collect,
     double_allocations,
@@ -33,10 +32,11 @@ from harness.invariants import (
     over_promises,
     stale_reservations,
 )
-from harness.kube import Kube, Obj
-from harness.pods import wait_phase
-from harness.verification import verify
-from harness.waits import TIMEOUTS, wait_for
+from harness.kit.checks.verification import verify
+from harness.kit.drastate import allocated_devices, claims_of, devices_per_node
+from harness.kit.kube import Kube, Obj
+from harness.kit.pods import wait_phase
+from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]
 

@@ -3,7 +3,7 @@ one): what kube-scheduler does with a pod asking for the name, and the scan's BL
 
 On 1.35+ the scheduler maps the name to the newest class, and when one of them is deleted it
 drops the name until the class that remains changes or the scheduler restarts
-(harness.expectations.ambiguous_mapping_outcome): the test ends by updating the driver's class,
+(harness.core.expectations.ambiguous_mapping_outcome): the test ends by updating the driver's class,
 which is also how the session's mapping is given back (for new pods: one rejected meanwhile
 stays Pending)."""
 
@@ -15,12 +15,12 @@ import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.scan import MakeKubeconfig
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.expectations import ambiguous_mapping_outcome, deleting_a_class_drops_a_shared_mapping
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import own_reasons, scheduling_message, wait_phase, wait_unschedulable
+from harness.core.expectations import ambiguous_mapping_outcome, deleting_a_class_drops_a_shared_mapping
+from harness.kit import builders as b
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import own_reasons, scheduling_message, wait_phase, wait_unschedulable
 from harness.qualify.preflight import preflight
 from suites.scan.test_readiness_scan import _other_tests_gone, _scan
 

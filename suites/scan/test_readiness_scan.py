@@ -14,19 +14,19 @@ import yaml
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.namespace import TEST_LABEL
 from fixtures.scan import MakeKubeconfig
-from harness import builders as b
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import wait_phase, wait_unschedulable
-from harness.versions import REPO_ROOT
-from harness.waits import TIMEOUTS, wait_for
+from harness.core.versions import REPO_ROOT
+from harness.kit import builders as b
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import wait_phase, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
 
 
 def _scan(kubeconfig: Path, out: Path) -> tuple[int, str, dict[str, object]]:
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "scan", f"--kubeconfig={kubeconfig}", f"--json={out}"],
+        [sys.executable, "-m", "harness.cli.main", "scan", f"--kubeconfig={kubeconfig}", f"--json={out}"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -16,8 +16,8 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.nodes import MakePool
 from fixtures.scan import MakeKubeconfig
 from harness.clusters.nodes import POOL_LABEL
-from harness.kube import Kube
-from harness.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT
+from harness.kit.kube import Kube
 from suites.scan.test_readiness_scan import _other_tests_gone
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
@@ -49,7 +49,7 @@ def test_pools_are_read_from_gke_and_eks_labels_and_every_check_is_listed(
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "harness.cli.main",
             "scan",
             f"--kubeconfig={kubeconfig}",
             f"--json={tmp_path / 'scan.json'}",

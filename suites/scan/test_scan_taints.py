@@ -1,5 +1,5 @@
 """`dra-harness scan` reads device taints: those the driver publishes on unhealthy GPUs and the
-DeviceTaintRules an admin wrote (harness.scantaints), as the scan's read-only ServiceAccount."""
+DeviceTaintRules an admin wrote (harness.scan.taints), as the scan's read-only ServiceAccount."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 from fake_driver import faults
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
 from fixtures.scan import MakeKubeconfig
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.expectations import device_taint_rule_api
-from harness.kube import Kube
-from harness.objects import Created
+from harness.core.expectations import device_taint_rule_api
+from harness.kit import builders as b
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
 from suites.scan.test_readiness_scan import _other_tests_gone, _scan
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from harness import builders as b
-from harness.drastate import allocated_devices, claims_of
-from harness.kube import Kube
-from harness.pods import (
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.pods import (
     assert_stays_pending,
     create_claim_pod,
     scheduling_message,

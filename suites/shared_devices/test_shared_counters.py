@@ -2,7 +2,7 @@
 KEP-5075 DRAConsumableCapacity): a GPU published whole (shareable, with consumable memory) and
 as a half partition, both drawing on one counter set of 80Gi. Shares of the whole GPU charge
 the counters once; what a partition of the same GPU meets then differs per minor
-(harness/expectations.py shared_device_holds_counters).
+(harness/core/expectations.py shared_device_holds_counters).
 Fields: k8s.io/api resource/v1 types.go Device.AllowMultipleAllocations, ConsumesCounters,
 DeviceCapacity.RequestPolicy, DeviceRequestAllocationResult.ConsumedCapacity/ShareID @ v0.37.2."""
 
@@ -12,13 +12,13 @@ import pytest
 
 from fake_driver import apilimits
 from fixtures.nodes import MakePool
-from harness import builders as b
 from harness.clusters.base import Cell
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import shared_device_holds_counters
-from harness.kube import Kube, Obj
-from harness.objects import Created
-from harness.pods import (
+from harness.core.expectations import shared_device_holds_counters
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube, Obj
+from harness.kit.objects import Created
+from harness.kit.pods import (
     assert_stays_pending,
     create_claim_pod,
     scheduling_message,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.base import Cluster
-from harness.kube import CLIENT_LIBRARY_VERSION, Kube
+from harness.kit.kube import CLIENT_LIBRARY_VERSION, Kube
 
 
 @pytest.fixture

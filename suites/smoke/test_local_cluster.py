@@ -4,12 +4,12 @@ simulated nodes, and real DRA allocation by the real scheduler."""
 from __future__ import annotations
 
 from fixtures.nodes import MakePool
-from harness import builders as b
 from harness.clusters.nodes import POOL_LABEL
-from harness.drastate import allocated_devices, claims_of
-from harness.kube import Kube
-from harness.objects import Created
-from harness.pods import wait_phase
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.objects import Created
+from harness.kit.pods import wait_phase
 
 DRIVER = "smoke.dra-harness.io"
 

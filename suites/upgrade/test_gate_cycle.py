@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 
 from fixtures.upgrade import StartRehearsal
-from harness import builders as b
-from harness.clusters.components import Tuning
-from harness.clusters.upgrade import UpgradeRefused, emulating, set_gates
-from harness.drastate import claims_of, recorded_claim_names
-from harness.pods import phase, scheduling_message, unschedulable_reasons, wait_unschedulable
-from harness.rehearsal import bridged_pod, pod_allocations, wait_claims_gone, wait_running
-from harness.waits import TIMEOUTS, assert_stays
+from harness.clusters.local.components import Tuning
+from harness.clusters.local.upgrade import UpgradeRefused, emulating, set_gates
+from harness.kit import builders as b
+from harness.kit.drastate import claims_of, recorded_claim_names
+from harness.kit.pods import phase, scheduling_message, unschedulable_reasons, wait_unschedulable
+from harness.kit.waits import TIMEOUTS, assert_stays
+from harness.upgrade.rehearsal import bridged_pod, pod_allocations, wait_claims_gone, wait_running
 
 GATE = "DRAExtendedResource"
 

@@ -2,7 +2,7 @@
 (each with its own minor's default gates, as a node pool left behind has), and on each a
 bridged pod, a claim pod and a mixed pod (claim and bridged resource). Every pod runs: the
 kubelet admits extended resources its node does not advertise; what differs is whether the
-bridged devices reach the container (harness.expectations.kubelet_prepares_bridged_claim)."""
+bridged devices reach the container (harness.core.expectations.kubelet_prepares_bridged_claim)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import pytest
 
 from fixtures.requirements import provider_unmet, skip
 from fixtures.upgrade import StartRehearsal
-from harness import builders as b
-from harness.clusters.realnodes import RealPool
+from harness.clusters.realnodes.pools import RealPool
 from harness.controlplane.nodeparts import kubelet_built
-from harness.drastate import allocated_devices, claims_of
-from harness.expectations import kubelet_prepares_bridged_claim
-from harness.nodepods import container_env, env_pod
-from harness.rehearsal import wait_running
-from harness.versions import load_matrix, minor_number
+from harness.core.expectations import kubelet_prepares_bridged_claim
+from harness.core.versions import load_matrix, minor_number
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.nodepods import container_env, env_pod
+from harness.upgrade.rehearsal import wait_running
 
 CLUSTER = "1.37"
 OLDER = ("1.36", "1.35", "1.34")  # N-1 .. N-3, the kubelets the skew policy allows

@@ -1,5 +1,5 @@
 """The kubelets' turn in an upgrade (upstream's order: the control plane first, kubelets last,
-harness.clusters.kubeletupgrade): a 1.36 cluster with one real node running a claim pod goes
+harness.clusters.local.kubelets): a 1.36 cluster with one real node running a claim pod goes
 to 1.37 with its kubelet. Upstream documents a drain before a minor kubelet upgrade and does
 not support it in place (kubernetes/website content/en/releases/version-skew-policy.md); both
 are rehearsed: in place, the pod, its container and its prepared claim carry over to the new
@@ -13,15 +13,15 @@ import pytest
 from fake_driver.profiles import gpu_uuid
 from fixtures.requirements import provider_unmet, skip
 from fixtures.upgrade import Rehearsal, StartRehearsal
-from harness import builders as b
-from harness.clusters.realnodes import RealNodes, RealPool
-from harness.clusters.upgrade import SKEW_POLICY, UpgradeRefused
+from harness.clusters.local.upgrade import SKEW_POLICY, UpgradeRefused
+from harness.clusters.realnodes.pools import RealNodes, RealPool
 from harness.controlplane.nodeparts import kubelet_built
-from harness.drastate import allocated_devices, claims_of
-from harness.kube import Obj
-from harness.nodepods import container_env, device_env, env_pod
-from harness.rehearsal import wait_claims_gone, wait_running
-from harness.versions import load_matrix
+from harness.core.versions import load_matrix
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Obj
+from harness.kit.nodepods import container_env, device_env, env_pod
+from harness.upgrade.rehearsal import wait_claims_gone, wait_running
 
 BEFORE, AFTER = "1.36", "1.37"
 POOL = RealPool("up", count=1, gpus=4)

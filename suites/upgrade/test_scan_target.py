@@ -6,13 +6,13 @@ written through resource.k8s.io/v1beta1 and v1beta2, which 1.38 and 1.39 stop se
 from __future__ import annotations
 
 from fixtures.upgrade import StartRehearsal
-from harness.clusters.upgrade import crossed_removal_writers
-from harness.detectors import Severity
-from harness.gang import gang_api, gang_objects
-from harness.kube import Obj
-from harness.scan import scan
-from harness.upgrade_facts import API_REMOVALS
-from harness.waits import TIMEOUTS, wait_for
+from harness.clusters.local.upgrade import crossed_removal_writers
+from harness.core.upgrade_facts import API_REMOVALS
+from harness.kit.checks.detectors import Severity
+from harness.kit.gang import gang_api, gang_objects
+from harness.kit.kube import Obj
+from harness.kit.waits import TIMEOUTS, wait_for
+from harness.scan.cluster import scan
 
 TARGET_CHECKS = {"stored-api-version", "upgrade-path", "gate-removed", "gate-locked", "renamed-metrics"}
 RULE_EXPR = "rate(resourceclaim_controller_creates_total{status='failure'}[5m]) > 0"
@@ -124,7 +124,8 @@ def test_the_target_scan_warns_of_objects_written_through_versions_removed_later
         for removal in (v1beta1, v1beta2)
         for gv in [removal.group_version]
     ]
-    # What a rehearsed step records (harness.rehearsal.step): only writers of a version it stops serving.
+    # What a rehearsed step records (harness.upgrade.rehearsal.step): only writers of a version
+    # it stops serving.
     assert crossed_removal_writers(r.kube, "1.36", "1.37") == []
     crossed = crossed_removal_writers(r.kube, "1.37", "1.38")
     assert [(w.removal, w.resource, w.name, w.managers) for w in crossed] == [

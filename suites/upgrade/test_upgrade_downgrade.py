@@ -3,15 +3,15 @@ test/e2e_dra/upgradedowngrade_test.go and extendedresources_test.go, on kwok nod
 every kind made before a step keep running with the same claims and devices, a pod deleted
 while the step runs loses its claims, fresh pods of every kind allocate after it, and no device
 is held twice. The gang's Workload API version changes between 1.36 and 1.37 in both
-directions, so the step is refused until the gang is gone (harness.clusters.upgrade)."""
+directions, so the step is refused until the gang is gone (harness.clusters.local.upgrade)."""
 
 from __future__ import annotations
 
 import pytest
 
 from fixtures.upgrade import StartRehearsal
-from harness.clusters.upgrade import SKEW_POLICY, UpgradeRefused, storage_drops
-from harness.rehearsal import StepResult, create_workloads, step
+from harness.clusters.local.upgrade import SKEW_POLICY, UpgradeRefused, storage_drops
+from harness.upgrade.rehearsal import StepResult, create_workloads, step
 
 KINDS = ["bridged", "template", "mig", "gang"]
 

@@ -17,8 +17,8 @@ import pytest
 
 from fake_driver._generated import deviceplugin_v1beta1_pb2 as pb
 from fake_driver._generated import deviceplugin_v1beta1_pb2_grpc as pb_grpc
-from harness.versions import REPO_ROOT
-from harness.waits import wait_for
+from harness.core.versions import REPO_ROOT
+from harness.kit.waits import wait_for
 
 
 class Kubelet:

@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.clusters.local import LocalCluster
+from harness.clusters.local.cluster import LocalCluster
 
 if __name__ == "__main__":
     # A shell's background job starts with SIGINT ignored, and Python then keeps ignoring it;

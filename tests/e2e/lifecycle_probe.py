@@ -12,17 +12,18 @@ from pathlib import Path
 import psutil
 import yaml
 
-from harness.clusters import health, named
-from harness.clusters.local import read_state
-from harness.clusters.pki import CertPair
-from harness.clusters.ports import port_in_use
-from harness.versions import REPO_ROOT
-from harness.waits import TIMEOUTS, assert_stays, wait_for
+from harness.clusters.host import health
+from harness.clusters.host.pki import CertPair
+from harness.clusters.host.ports import port_in_use
+from harness.clusters.local.cluster import read_state
+from harness.clusters.named import lifecycle as named
+from harness.core.versions import REPO_ROOT
+from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
 
 
 def cli(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "harness.cli.main", *args],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

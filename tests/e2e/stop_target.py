@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.base import Cluster
-from harness.waits import wait_for
+from harness.kit.waits import wait_for
 
 PROBE = Path(os.environ.get("DRA_HARNESS_STOP_PROBE", "/nonexistent"))
 

@@ -12,7 +12,7 @@ import pytest
 
 from harness.bench.scale import run
 from harness.controlplane.schedperf import schedperf_dir
-from harness.versions import load_matrix
+from harness.core.versions import load_matrix
 
 PODS = 6
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.builders import resource_api
-from harness.clusters import named
-from harness.clusters.identity import ProcessIdentity
-from harness.clusters.supervisor import restart_delay
-from harness.kube import Kube
-from harness.waits import TIMEOUTS, wait_for
+from harness.clusters.host.identity import ProcessIdentity
+from harness.clusters.named import lifecycle as named
+from harness.clusters.named.supervisor import restart_delay
+from harness.kit.builders import resource_api
+from harness.kit.kube import Kube
+from harness.kit.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import cli, finish, processes_of
 
 FLEET = """\

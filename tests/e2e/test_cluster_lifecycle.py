@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.clusters import named
-from harness.clusters.identity import ProcessIdentity
-from harness.waits import TIMEOUTS, wait_for
+from harness.clusters.host.identity import ProcessIdentity
+from harness.clusters.named import lifecycle as named
+from harness.kit.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import (
     assert_nothing_left,
     assert_serves_after_up_exits,
@@ -38,7 +38,9 @@ def name(request: pytest.FixtureRequest) -> Iterator[str]:
     """A cluster name of this test's own, removed with whatever it left."""
     cluster = f"t{os.getpid()}-{request.node.name.split('[')[0][-20:].replace('_', '-')}".strip("-")
     yield cluster
-    subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--name", cluster], check=False)
+    subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "cluster", "down", "--name", cluster], check=False
+    )
     shutil.rmtree(named.state_dir(cluster), ignore_errors=True)
     (named.clusters_root() / f"{cluster}.lock").unlink(missing_ok=True)
 
@@ -116,7 +118,7 @@ def test_two_ups_of_one_name_make_one_cluster(name: str) -> None:
     exports = {line for line in (out1 + out2).splitlines() if line.startswith("export KUBECONFIG=")}
     assert len(exports) == 1
     assert sorted("already running" in o for o in (out1, out2)) == [False, True]
-    supervisors = [p for p in processes_of(named.state_dir(name)) if "harness.clusters.supervisor" in p]
+    supervisors = [p for p in processes_of(named.state_dir(name)) if "harness.clusters.named.supervisor" in p]
     assert len(supervisors) == 1, supervisors
     assert_serves_after_up_exits(name)
     ports = recorded_ports(named.state_dir(name))

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.clusters import health
-from harness.clusters.local import LocalCluster
-from harness.versions import REPO_ROOT
+from harness.clusters.host import health
+from harness.clusters.local.cluster import LocalCluster
+from harness.core.versions import REPO_ROOT
 
 # TLS 1.3 rejects a client certificate after the handshake: the client sees etcd's alert, or,
 # when the alert loses the race with the close, a reset or an EOF. Never an HTTP status.

@@ -1,5 +1,5 @@
 """`dra-harness cluster upgrade`: a named cluster's control plane replaced in place by its
-supervisor (harness.clusters.named_upgrade), against real components: a bridged pod keeps its
+supervisor (harness.clusters.named.upgrade), against real components: a bridged pod keeps its
 claim, new pods allocate, the publisher keeps publishing; refusals leave the cluster as it
 was; a Ctrl-C of the command leaves the step whole and says so."""
 
@@ -14,16 +14,16 @@ from collections.abc import Iterator
 import pytest
 
 from fixtures.requirements import provider_unmet, skip
-from harness import builders as b
-from harness.clusters import named
-from harness.clusters.named_upgrade import STEP_TIMEOUT, StepOutcome
-from harness.clusters.upgrade import CONTROL_PLANE_ORDER, SKEW_POLICY, stored_in_dropped_versions
+from harness.clusters.local.upgrade import CONTROL_PLANE_ORDER, SKEW_POLICY, stored_in_dropped_versions
+from harness.clusters.named import lifecycle as named
+from harness.clusters.named.upgrade import STEP_TIMEOUT, StepOutcome
 from harness.controlplane.build import controlplane_built
-from harness.gang import gang_api, gang_objects
-from harness.kube import Kube
-from harness.rehearsal import pod_allocations, wait_running
-from harness.versions import load_matrix
-from harness.waits import TIMEOUTS, wait_for
+from harness.core.versions import load_matrix
+from harness.kit import builders as b
+from harness.kit.gang import gang_api, gang_objects
+from harness.kit.kube import Kube
+from harness.kit.waits import TIMEOUTS, wait_for
+from harness.upgrade.rehearsal import pod_allocations, wait_running
 from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded_ports
 
 NS = "upgrade"

@@ -9,8 +9,8 @@ from contextlib import ExitStack
 
 import pytest
 
-from harness.clusters.local import LocalCluster
-from harness.kube import Kube
+from harness.clusters.local.cluster import LocalCluster
+from harness.kit.kube import Kube
 
 # Every Ports field a component binds (etcd's peer port moves with its client port).
 BOUND = ("etcd_client", "apiserver", "controller_manager", "scheduler", "kwok")

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import builders as b
-from harness.clusters.local import LocalCluster
-from harness.kube import Kube
+from harness.clusters.local.cluster import LocalCluster
+from harness.core.versions import REPO_ROOT
+from harness.kit import builders as b
+from harness.kit.kube import Kube
 from harness.qualify.standin import StandinPool, install
-from harness.versions import REPO_ROOT
 from tests.e2e.test_report_renders import render_to_artifacts
 
 DRIVER = "gpu.acme.example"
@@ -50,7 +50,7 @@ def _qualify(kubeconfig: Path, out: Path, *args: str) -> subprocess.CompletedPro
     argv = [
         sys.executable,
         "-m",
-        "harness.cli",
+        "harness.cli.main",
         "qualify",
         f"--kubeconfig={kubeconfig}",
         f"--out={out}",
@@ -186,8 +186,8 @@ def test_bad_input_on_a_live_cluster_is_one_line_and_creates_nothing(
 
 VENDOR_TEST = """
 from harness import builders as b
-from harness.drastate import claims_of
-from harness.pods import wait_phase
+from harness.kit.drastate import claims_of
+from harness.kit.pods import wait_phase
 
 
 def test_vendor_pod_gets_one_of_our_devices(kube, namespace, driver, gpu_pool):

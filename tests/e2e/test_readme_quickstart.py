@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.clusters import named
-from harness.versions import REPO_ROOT
+from harness.clusters.named import lifecycle as named
+from harness.core.versions import REPO_ROOT
 from tests.e2e.lifecycle_probe import cli, finish, processes_of
 
 BEGIN, END = "<!-- quickstart:begin -->", "<!-- quickstart:end -->"

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from fixtures.scan import MakeKubeconfig
-from harness.kube import API_ERRORS, Kube
-from harness.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT
+from harness.kit.kube import API_ERRORS, Kube
 
 PYTEST = ("-m", "pytest", "-p", "no:cacheprovider", "--cluster-provider=existing")
 SMOKE = "suites/smoke/test_local_cluster.py::test_pod_is_bound_to_a_simulated_node_and_runs"
@@ -52,7 +52,7 @@ def test_a_token_the_server_never_issued_is_rejected_credentials_in_one_line(
 ) -> None:
     line = f"the API server {_server(bogus_token)} rejected the credentials (401 Unauthorized)"
     if entry == "scan":
-        done = _run("-m", "harness.cli", "scan", f"--kubeconfig={bogus_token}")
+        done = _run("-m", "harness.cli.main", "scan", f"--kubeconfig={bogus_token}")
         assert (done.returncode, done.stdout, done.stderr) == (1, "", f"dra-harness: {line}\n")
     elif entry == "publish":
         done = _run("-m", "fake_driver", "publish", f"--fleet={fleet}", f"--kubeconfig={bogus_token}")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.versions import REPO_ROOT
 from harness.readiness import write_report
-from harness.versions import REPO_ROOT
 from tests.readiness_data import BENCH, _cells
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.controlplane.build import cache_root
-from harness.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT
 
 CACHE = cache_root()  # read before pytester points HOME at its directory
 

@@ -15,9 +15,9 @@ from typing import TypeVar
 import psutil
 import pytest
 
-from harness.clusters.rundirs import runs_root
-from harness.versions import REPO_ROOT, load_matrix
-from harness.waits import TIMEOUTS, wait_for
+from harness.clusters.host.rundirs import runs_root
+from harness.core.versions import REPO_ROOT, load_matrix
+from harness.kit.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import processes_of
 
 TARGET = "tests/e2e/stop_target.py"
@@ -34,7 +34,7 @@ def _commands() -> dict[str, list[str]]:
 
 def _start(argv: list[str], probe: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *argv],
+        [sys.executable, "-m", "harness.cli.main", *argv],
         cwd=REPO_ROOT,
         env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(probe)},
         stdout=subprocess.PIPE,

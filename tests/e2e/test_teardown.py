@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.clusters.local import read_state
-from harness.clusters.ports import port_in_use
-from harness.versions import REPO_ROOT
-from harness.waits import TIMEOUTS, wait_for
+from harness.clusters.host.ports import port_in_use
+from harness.clusters.local.cluster import read_state
+from harness.core.versions import REPO_ROOT
+from harness.kit.waits import TIMEOUTS, wait_for
 
 CHILD = Path(__file__).with_name("cluster_child.py")
 COMPONENTS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}

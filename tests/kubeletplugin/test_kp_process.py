@@ -16,8 +16,8 @@ from fake_driver.fleet import parse_fleet
 from fake_driver.kubeletplugin.client import channel, dra_stub, registration_stub
 from fake_driver.kubeletplugin.main import POOL_LABEL, resolve_node
 from harness.clusters.nodes import POOL_LABEL as HARNESS_POOL_LABEL
-from harness.versions import REPO_ROOT
-from harness.waits import wait_for
+from harness.core.versions import REPO_ROOT
+from harness.kit.waits import wait_for
 
 FLEET = "pools: [{name: l4, nodes: [worker-a], profile: l4, gpus: 1, personality: nvidia-v25.8}]\n"
 

@@ -1,0 +1,154 @@
+"""kind cluster configs generated from versions.toml, one per matrix cell.
+
+    render_kind_config(minor, profile)  -> dict (the kind.x-k8s.io/v1alpha4 Cluster object)
+
+What a cell's config carries:
+- ``featureGates`` and ``runtimeConfig`` of the cell's gate profile (kind passes the gates to
+  every component and the runtime-config to the API server);
+- the CDI patch for containerd (redundant on containerd 2.x, which enables CDI by default,
+  and harmless; kept for older node images);
+- every node's ``image`` pinned to the minor's ``kind_image`` (never kind's own default);
+- workers labelled by pool (``dra-harness.io/pool``), the device-plugin pools also with
+  ``dra-harness.io/device-plugin=true``, and every node with the harness's ownership labels
+  (what ``cleanup`` and a person looking at ``kubectl get nodes`` go by).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE
+from harness.clusters.nodes import POOL_LABEL
+from harness.controlplane.gates import KnownGate
+from harness.core.versions import GateProfile, Minor
+
+KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
+CLUSTER_PREFIX = "dra-harness-"
+MANAGED_LABEL = OWNER_LABEL  # one owner label for everything dra-harness makes (fake_driver.ownership)
+MANAGED_VALUE = OWNER_VALUE
+CREATED_LABEL = "dra-harness.io/created"  # unix seconds
+CELL_LABEL = "dra-harness.io/cell"  # "1.37-dra-all" -> "1.37_dra-all" (label-value safe)
+DEVICE_PLUGIN_LABEL = "dra-harness.io/device-plugin"
+CDI_PATCH = '[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true'
+
+# The kubelet refuses a cgroup v1 host unless told (KubeletConfiguration failCgroupV1, 1.31+).
+KUBELET_CGROUP_V1_PATCH = (
+    "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nfailCgroupV1: false\n"
+)
+
+# A node of a local image imports its images when containerd starts, which on a busy 2-core
+# host outlasts kubeadm's default waits (kubeadm.k8s.io/v1beta4 Timeouts).
+KUBEADM_TIMEOUT_PATCHES = [
+    f"kind: {kind}\napiVersion: kubeadm.k8s.io/v1beta4\ntimeouts:\n{body}"
+    for kind, body in (
+        (
+            "InitConfiguration",
+            "  controlPlaneComponentHealthCheck: 10m0s\n  kubeletHealthCheck: 10m0s\n"
+            "  kubernetesAPICall: 5m0s\n",
+        ),
+        (
+            "JoinConfiguration",
+            "  discovery: 10m0s\n  tlsBootstrap: 10m0s\n  kubeletHealthCheck: 10m0s\n"
+            "  kubernetesAPICall: 5m0s\n",
+        ),
+    )
+]
+
+_IMAGE = re.compile(r"^(?P<repo>[a-z0-9./_-]+):(?P<tag>v\d+\.\d+\.\d+[0-9A-Za-z.-]*)(@sha256:[0-9a-f]{64})?$")
+
+
+@dataclass(frozen=True)
+class KindPool:
+    """Workers of one fleet pool (pool names match the fleet in deploy/manifests)."""
+
+    name: str
+    workers: int = 1
+    device_plugin: bool = False  # the legacy device plugin runs here too (double stack)
+
+
+# One DRA-only worker and one worker with both stacks: enough to stage every suite's story
+# (including the double-stack failure mode) on two cores.
+DEFAULT_POOLS: tuple[KindPool, ...] = (KindPool("h100"), KindPool("h100-legacy", device_plugin=True))
+
+
+def cluster_name(minor: Minor, profile: GateProfile) -> str:
+    """``dra-harness-1-37-dra-all``: kind names become container and network names."""
+    return f"{CLUSTER_PREFIX}{minor.name.replace('.', '-')}-{profile.name}"
+
+
+def render_kind_config(
+    minor: Minor,
+    profile: GateProfile,
+    pools: Sequence[KindPool] = DEFAULT_POOLS,
+    *,
+    created: int | None = None,
+    local_image: str | None = None,
+) -> dict[str, Any]:
+    """``local_image``: a node image built here (harness.clusters.kind.images): it has no kindnetd (the
+    harness wires pod networking itself, harness.clusters.kind.net) and the kubelet must accept
+    a cgroup v1 host."""
+    owned = {
+        MANAGED_LABEL: MANAGED_VALUE,
+        CREATED_LABEL: str(int(time.time()) if created is None else created),
+        CELL_LABEL: f"{minor.name}_{profile.name}",
+    }
+    image = local_image or minor.kind_image
+    nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": image, "labels": dict(owned)}]
+    for pool in pools:
+        labels = {**owned, POOL_LABEL: pool.name}
+        if pool.device_plugin:
+            labels[DEVICE_PLUGIN_LABEL] = "true"
+        nodes.extend({"role": "worker", "image": image, "labels": dict(labels)} for _ in range(pool.workers))
+    config: dict[str, Any] = {"kind": "Cluster", "apiVersion": KIND_API_VERSION}
+    if profile.gates:
+        config["featureGates"] = dict(sorted(profile.gates.items()))
+    if profile.runtime_config:
+        config["runtimeConfig"] = dict(sorted(profile.runtime_config.items()))
+    config["containerdConfigPatches"] = [CDI_PATCH]
+    if local_image:
+        config["networking"] = {"disableDefaultCNI": True}
+        config["kubeadmConfigPatches"] = [KUBELET_CGROUP_V1_PATCH, *KUBEADM_TIMEOUT_PATCHES]
+    config["nodes"] = nodes
+    return config
+
+
+def to_yaml(config: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(config), sort_keys=False, default_flow_style=False)
+
+
+def config_problems(
+    config: Mapping[str, Any], minor: Minor, known: Mapping[str, KnownGate] | None
+) -> list[str]:
+    """Everything wrong with a generated config, one line each (empty: good).
+
+    ``known``: the gates the minor's built binary knows (None when it is not built here: the
+    gate names cannot be checked then, everything else still is).
+    """
+    problems: list[str] = []
+    gates: Mapping[str, bool] = config.get("featureGates") or {}
+    if known is not None:
+        for name in sorted(gates):
+            gate = known.get(name)
+            if gate is None:
+                problems.append(f"feature gate {name} is unknown to {minor.kubernetes}")
+            elif gate.locked and gate.default != gates[name]:
+                problems.append(
+                    f"feature gate {name} is locked to {str(gate.default).lower()} in {minor.name}"
+                )
+    nodes = config.get("nodes") or []
+    if not any(n.get("role") == "control-plane" for n in nodes):
+        problems.append("no control-plane node")
+    for k, node in enumerate(nodes):
+        image = node.get("image", "")
+        m = _IMAGE.match(image)
+        if not m:
+            problems.append(f"node {k} ({node.get('role')}): image {image!r} is not pinned to a version tag")
+        elif not m.group("tag").startswith(f"v{minor.name}."):
+            problems.append(f"node {k}: image {image!r} is not a Kubernetes {minor.name} node image")
+    return problems

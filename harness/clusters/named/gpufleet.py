@@ -1,0 +1,106 @@
+"""The GPU fleet of a `dra-harness cluster up` cluster: kwok nodes for every pool of a
+fake_driver fleet file, `nvidia.com/gpu` on its device-plugin pools, the personalities'
+DeviceClasses, and the command of the fake driver's publisher, which the supervisor keeps
+running. `fleet_status` is what `cluster status` prints per pool.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from fake_driver import installer, legacy
+from fake_driver.errors import FakeDriverError
+from fake_driver.fleet import Fleet, load_fleet
+from harness.clusters.nodes import POOL_LABEL, NodePool, node_manifest, node_ready
+from harness.core.errors import HarnessError
+from harness.kit.builders import resource_api
+from harness.kit.kube import Kube
+from harness.kit.waits import TIMEOUTS, wait_for
+
+DEMO_FLEET = Path(__file__).with_name("demo-fleet.yaml")
+FLEET_COPY = "fleet.yaml"  # in the cluster's state dir: the user may edit or delete theirs
+
+
+def read_fleet(path: Path) -> Fleet:
+    """The fleet file, or one line saying what is wrong with it."""
+    try:
+        return load_fleet(path)
+    except (FakeDriverError, OSError) as err:
+        raise HarnessError(f"fleet {path}: {err}") from None
+
+
+def create_fleet(kube: Kube, fleet: Fleet) -> None:
+    """Nodes (Ready), legacy capacity, then DeviceClasses: the order a publisher needs."""
+    for pool in fleet.pools:
+        nodes = NodePool(pool.name, len(pool.node_names))
+        for name in pool.node_names:
+            kube.create(node_manifest(nodes, name))
+    names = set(fleet.node_names)
+    wait_for(
+        lambda: {
+            n["metadata"]["name"]: node_ready(n)
+            for n in kube.list("v1", "Node")
+            if n["metadata"]["name"] in names
+        },
+        lambda seen: len(seen) == len(names) and all(seen.values()),
+        timeout=TIMEOUTS.node_ready,
+        describe=f"the fleet's {len(names)} nodes Ready",
+    )
+    legacy.advertise(kube.api_client, fleet)
+    for personality in {p.personality.name: p.personality for p in fleet.pools if p.dra}.values():
+        # The chart's gpuResourcesEnabledOverride: the fleet file is the user's explicit choice,
+        # double-stack pools included (the ledger and the scan name those).
+        installer.install(kube.api_client, personality, fleet=fleet, gpu_resources_enabled_override=True)
+
+
+def publisher_argv(fleet_file: Path, kubeconfig: Path) -> list[str]:
+    """The fake driver's publisher, reconciling every 5 s until SIGTERM (then it removes its slices)."""
+    publish = ["publish", "--fleet", str(fleet_file), "--kubeconfig", str(kubeconfig), "--watch"]
+    return [sys.executable, "-m", "fake_driver", *publish]
+
+
+@dataclass(frozen=True)
+class PoolStatus:
+    pool: str
+    nodes: int
+    ready: int
+    published: int  # DRA devices in the pool's ResourceSlices
+    allocated: int  # of them, in allocated claims
+    legacy: int  # nvidia.com/gpu allocatable (device plugin)
+    legacy_requested: int  # nvidia.com/gpu requested by pods bound there
+
+
+def fleet_status(kube: Kube) -> list[PoolStatus]:
+    """Per pool label: nodes, GPUs published and allocated through DRA, and legacy GPUs."""
+    nodes = kube.list("v1", "Node")
+    pool_of = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(POOL_LABEL, "-") for n in nodes}
+    published: Counter[str] = Counter()
+    for s in kube.list(resource_api(), "ResourceSlice"):
+        published[pool_of.get(s["spec"].get("nodeName") or "", "-")] += len(s["spec"].get("devices") or [])
+    allocated: Counter[str] = Counter()
+    for claim in kube.list(resource_api(), "ResourceClaim"):
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+        for r in results or []:
+            allocated[pool_of.get(r.get("pool", ""), "-")] += 1  # the fake driver's pool is its node
+    requested: Counter[str] = Counter()
+    for pod in kube.list("v1", "Pod"):
+        node = pod.get("spec", {}).get("nodeName")
+        if node and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
+            for c in pod["spec"].get("containers", []):
+                want = ((c.get("resources") or {}).get("requests") or {}).get(legacy.LEGACY_RESOURCE)
+                requested[pool_of.get(node, "-")] += int(want or 0)
+    return [
+        PoolStatus(
+            pool=pool,
+            nodes=sum(1 for p in pool_of.values() if p == pool),
+            ready=sum(1 for n in nodes if pool_of[n["metadata"]["name"]] == pool and node_ready(n)),
+            published=published[pool],
+            allocated=allocated[pool],
+            legacy=sum(legacy.advertised(n) for n in nodes if pool_of[n["metadata"]["name"]] == pool),
+            legacy_requested=requested[pool],
+        )
+        for pool in sorted(set(pool_of.values()))
+    ]

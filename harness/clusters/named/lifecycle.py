@@ -1,0 +1,380 @@
+"""Named long-lived local clusters: what `dra-harness cluster up|down|status` do.
+
+Each name owns one directory under the cache, `<cache>/clusters/<name>/` (the cluster's run
+directory, `supervisor.json`, `supervisor.log`), and one lock file beside it. The lock is
+held only while a command reads the record and changes what runs (spawn a supervisor, stop
+one), so `down` during a start stops that start, and two `up`s of one name make one cluster.
+The record names the supervisor by PID *and* start time, so a reused PID is never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.clusters.host.identity import ProcessIdentity
+from harness.clusters.host.processes import log_tail
+from harness.clusters.named import gpufleet
+from harness.clusters.realnodes.pools import RealPool, real_node_parts
+from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
+from harness.core.errors import HarnessError, WaitTimeout
+from harness.core.versions import REPO_ROOT, GateProfile, Minor, load_matrix
+from harness.kit.waits import TIMEOUTS, wait_for
+
+MAX_NAME = 40
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+RECORD = "supervisor.json"
+LOG = "supervisor.log"
+# Longer than a `down` may hold the lock: its bounded stop (SIGTERM, then SIGKILL).
+LOCK_TIMEOUT = TIMEOUTS.deletion + 30.0
+READY_TIMEOUT = TIMEOUTS.component_ready * 3
+# `up` tells the supervisor it reported the cluster ready: only then does it outlive `up`.
+ACKNOWLEDGE = signal.SIGUSR1
+
+
+@dataclass
+class ClusterRecord:
+    """supervisor.json: written by `up` (phase "starting") and the supervisor ("ready")."""
+
+    name: str
+    minor: str
+    kubernetes: str
+    profile: str
+    phase: str
+    supervisor: ProcessIdentity
+    kubeconfig: str
+    components: dict[str, ProcessIdentity] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "minor": self.minor,
+            "kubernetes": self.kubernetes,
+            "profile": self.profile,
+            "phase": self.phase,
+            "supervisor": self.supervisor.to_json(),
+            "kubeconfig": self.kubeconfig,
+            "components": {k: v.to_json() for k, v in self.components.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ClusterRecord | None:
+        if not isinstance(data, dict):
+            return None
+        supervisor = ProcessIdentity.from_json(data.get("supervisor"))
+        strings = [data.get(k) for k in ("name", "minor", "kubernetes", "profile", "phase", "kubeconfig")]
+        if supervisor is None or not all(isinstance(s, str) for s in strings):
+            return None
+        raw = data.get("components")
+        parsed = {k: ProcessIdentity.from_json(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        components = {k: v for k, v in parsed.items() if v is not None}
+        name, minor, kubernetes, profile, phase, kubeconfig = (str(s) for s in strings)
+        return cls(name, minor, kubernetes, profile, phase, supervisor, kubeconfig, components)
+
+
+def validate_name(name: str) -> str:
+    if len(name) > MAX_NAME or not _NAME.fullmatch(name):
+        raise HarnessError(
+            f"cluster name {name!r} is not valid: 1-{MAX_NAME} lowercase letters, digits or '-', "
+            "starting and ending with a letter or digit"
+        )
+    return name
+
+
+def clusters_root() -> Path:
+    return cache_root() / "clusters"
+
+
+def state_dir(name: str) -> Path:
+    """The cluster's own directory; refused if it resolves anywhere else (a planted symlink)."""
+    root = clusters_root()
+    path = root / validate_name(name)
+    if path.is_symlink() or (path.exists() and path.resolve().parent != root.resolve()):
+        raise HarnessError(f"{path} is not a directory of dra-harness's own; remove it by hand")
+    return path
+
+
+@contextlib.contextmanager
+def locked(name: str, *, busy: str = "") -> Iterator[None]:
+    """Hold the name's lock; waits for another holder, or with `busy` refuses at once with
+    that message (a second upgrade must not queue behind the first)."""
+    root = clusters_root()
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / f"{validate_name(name)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+
+    def acquire() -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    try:
+        if busy and not acquire():
+            raise HarnessError(busy)
+        wait_for(
+            acquire,
+            timeout=LOCK_TIMEOUT,
+            describe=f"cluster {name!r}: the lock another dra-harness command holds",
+            interval=0.2,
+        )
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def read_record(directory: Path) -> ClusterRecord | None:
+    try:
+        return ClusterRecord.from_json(json.loads((directory / RECORD).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def write_record(directory: Path, record: ClusterRecord) -> None:
+    tmp = directory / f".{RECORD}.{os.getpid()}"
+    tmp.write_text(json.dumps(record.to_json(), indent=2))
+    tmp.replace(directory / RECORD)  # readers never see half a file
+
+
+def running(name: str) -> ClusterRecord | None:
+    record = read_record(state_dir(name))
+    return record if record is not None and record.supervisor.alive() else None
+
+
+def up(
+    name: str,
+    minor: Minor,
+    profile: GateProfile,
+    *,
+    explicit: bool,
+    real_nodes: int = 0,
+    fleet: Path | None = None,
+) -> tuple[ClusterRecord, bool]:
+    """Start the named cluster, or attach to the one starting or running under that name.
+    Returns (record once ready, whether it was already there). `explicit`: the caller named a
+    version or profile, so a running cluster of another one is an error, not a match.
+    An interrupt (or any failure) before ready stops everything this call started."""
+    directory = state_dir(name)
+    spawned: subprocess.Popen[bytes] | None = None
+    try:
+        with locked(name):
+            record = read_record(directory)
+            if record is not None and record.supervisor.alive():
+                _refuse_other_cell(record, minor, profile, explicit)
+            else:
+                _clear_stale(directory, record)
+                spawned, record = _spawn(directory, name, minor, profile, real_nodes, fleet)
+        return _await_ready(directory, record, spawned), spawned is None
+    except BaseException:
+        if spawned is not None:
+            _stop_supervisor(ProcessIdentity(spawned.pid, 0.0), spawned)
+        raise
+
+
+def start(
+    name: str,
+    k8s_version: str | None,
+    gates: str | None,
+    real_nodes: int = 0,
+    fleet: Path | None = None,
+) -> tuple[ClusterRecord, bool]:
+    """`dra-harness cluster up`: check the name, the cell and the fleet file, build what is
+    missing in the foreground (where its progress is visible), then `up`. A version or
+    profile left out matches whatever the named cluster runs."""
+    validate_name(name)
+    matrix = load_matrix()
+    minor = matrix.minor(k8s_version or matrix.default_minor)
+    profile = minor.profile(gates or matrix.default_profile)
+    if fleet is not None:
+        gpufleet.read_fleet(fleet)  # one line now, not a failed start later
+    if real_nodes:  # before any build: an unbuilt kubelet is one line, nothing started
+        real_node_parts(matrix, minor, [RealPool(count=real_nodes)])
+    if running(name) is None:
+        ensure_controlplane(minor)
+        ensure_kwok(matrix)
+    explicit = k8s_version is not None or gates is not None
+    return up(name, minor, profile, explicit=explicit, real_nodes=real_nodes, fleet=fleet)
+
+
+def acknowledge(record: ClusterRecord) -> None:
+    """Call after telling the user the cluster is ready: until then, an `up` killed outright
+    takes its start down with it."""
+    record.supervisor.signal(ACKNOWLEDGE)
+
+
+def down(name: str) -> bool:
+    """Stop the named cluster (also while it starts); False when nothing was running."""
+    directory = state_dir(name)
+    with locked(name):
+        record = read_record(directory)
+        was_running = record is not None and record.supervisor.alive()
+        if record is not None:
+            _stop_supervisor(record.supervisor, None)
+            _kill_components(record)
+            (directory / RECORD).unlink(missing_ok=True)
+    return was_running
+
+
+@dataclass(frozen=True)
+class StoredCluster:
+    """A name's directory under the cache, running or left by a stopped cluster."""
+
+    name: str
+    running: bool
+    kubernetes: str  # "" when no record says (a stopped cluster's record is removed)
+    size: int  # bytes on disk: etcd's data, logs, the PKI
+    modified: float  # the newest file's time (seconds since the epoch)
+
+
+def _usage(directory: Path) -> tuple[int, float]:
+    size, newest = 0, directory.stat().st_mtime
+    for path in directory.rglob("*"):
+        try:
+            stat = path.lstat()
+        except OSError:
+            continue  # removed meanwhile by the running cluster
+        size += stat.st_size
+        newest = max(newest, stat.st_mtime)
+    return size, newest
+
+
+def stored() -> list[StoredCluster]:
+    """Every named cluster's directory, by name: `dra-harness cluster list`."""
+    root = clusters_root()
+    found = []
+    for directory in sorted(root.iterdir()) if root.is_dir() else []:
+        if not directory.is_dir() or directory.is_symlink() or not _NAME.fullmatch(directory.name):
+            continue  # lock files, and anything not made by this module
+        record = read_record(directory)
+        alive = record is not None and record.supervisor.alive()
+        size, modified = _usage(directory)
+        found.append(
+            StoredCluster(directory.name, alive, record.kubernetes if record else "", size, modified)
+        )
+    return found
+
+
+def delete(name: str) -> int:
+    """Remove a stopped cluster's directory and lock file; the bytes freed. A running one is
+    refused (`cluster down` first): its components write there."""
+    directory = state_dir(name)
+    with locked(name):
+        if running(name) is not None:
+            raise HarnessError(f"cluster {name!r} is running: `dra-harness cluster down --name {name}` first")
+        if not directory.is_dir():
+            raise HarnessError(
+                f"no cluster {name!r} in {clusters_root()}; `dra-harness cluster list` shows them"
+            )
+        size, _ = _usage(directory)
+        shutil.rmtree(directory)  # state_dir() proved it is ours and under the cache
+    (clusters_root() / f"{name}.lock").unlink(missing_ok=True)
+    return size
+
+
+def _refuse_other_cell(record: ClusterRecord, minor: Minor, profile: GateProfile, explicit: bool) -> None:
+    if explicit and (record.minor, record.profile) != (minor.name, profile.name):
+        raise HarnessError(
+            f"cluster {record.name!r} is {record.phase} with Kubernetes {record.minor} ({record.profile}), "
+            f"not {minor.name} ({profile.name}): `dra-harness cluster down --name {record.name}` first, "
+            "or choose another --name"
+        )
+
+
+def _clear_stale(directory: Path, record: ClusterRecord | None) -> None:
+    """A new start: nothing of a dead supervisor's is kept, so logs and errors are this start's."""
+    if record is not None:
+        _kill_components(record)
+    if directory.exists():
+        shutil.rmtree(directory)  # state_dir() proved it is ours and under the cache
+    directory.mkdir(parents=True, mode=0o700)
+
+
+def _spawn(
+    directory: Path, name: str, minor: Minor, profile: GateProfile, real_nodes: int, fleet: Path | None
+) -> tuple[subprocess.Popen[bytes], ClusterRecord]:
+    argv = [sys.executable, "-m", "harness.clusters.named.supervisor", "--state-dir", str(directory)]
+    argv += ["--k8s-version", minor.name, "--gates", profile.name, "--owner-pid", str(os.getpid())]
+    argv += [f"--real-nodes={real_nodes}"] if real_nodes else []
+    argv += ["--fleet", str(fleet.resolve())] if fleet else []
+    with (directory / LOG).open("wb") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches `up`, which stops the start in order
+            cwd=REPO_ROOT,
+        )
+    try:
+        record = ClusterRecord(
+            name,
+            minor.name,
+            minor.kubernetes,
+            profile.name,
+            "starting",
+            ProcessIdentity.of(proc.pid),
+            str(directory / "admin.kubeconfig"),
+        )
+        write_record(directory, record)
+    except BaseException:
+        _stop_supervisor(ProcessIdentity(proc.pid, 0.0), proc)
+        raise
+    return proc, record
+
+
+def _await_ready(
+    directory: Path, record: ClusterRecord, proc: subprocess.Popen[bytes] | None
+) -> ClusterRecord:
+    def observe() -> ClusterRecord | None:
+        if (proc.poll() is not None) if proc is not None else not record.supervisor.alive():
+            tail = log_tail(directory / LOG).strip() or "<the supervisor wrote nothing>"
+            raise HarnessError(f"cluster {record.name!r} did not start:\n{tail}")
+        return read_record(directory)
+
+    ready = wait_for(
+        observe,
+        lambda r: r is not None and r.phase == "ready" and r.supervisor == record.supervisor,
+        timeout=READY_TIMEOUT,
+        describe=f"cluster {record.name!r} ready",
+    )
+    assert ready is not None
+    return ready
+
+
+def _stop_supervisor(identity: ProcessIdentity, proc: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM (it stops its components in order), bounded; SIGKILL after (its components
+    die with it through PR_SET_PDEATHSIG)."""
+    if proc is not None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    else:
+        identity.signal(signal.SIGTERM)
+
+    def gone() -> bool:
+        return proc.poll() is not None if proc is not None else not identity.alive()
+
+    try:
+        wait_for(gone, timeout=TIMEOUTS.deletion, describe=f"supervisor pid {identity.pid} to exit")
+    except WaitTimeout:
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=10)
+        else:
+            identity.kill()
+
+
+def _kill_components(record: ClusterRecord) -> None:
+    # Only processes that are still the very ones recorded: a reused PID is left alone.
+    for component in record.components.values():
+        component.kill()

@@ -1,0 +1,98 @@
+"""Reading DRA state from the API server, for suites, checks and invariants alike: the
+ResourceSlices of a node, the claims of a pod and what was allocated to them."""
+
+from __future__ import annotations
+
+from harness.kit.builders import RESOURCE_V1
+from harness.kit.kube import Kube, Obj
+
+Device = tuple[str, str, str]
+
+
+def node_slices(kube: Kube, node: str, driver: str = "gpu.nvidia.com") -> list[Obj]:
+    """The node's slices of `driver`, in the publisher's order (counter sets first, then by
+    first device name)."""
+    items = kube.list(
+        RESOURCE_V1, "ResourceSlice", field_selector=f"spec.nodeName={node},spec.driver={driver}"
+    )
+
+    def key(s: Obj) -> tuple[int, str]:
+        spec = s["spec"]
+        if spec.get("sharedCounters"):
+            return 0, spec["sharedCounters"][0]["name"]
+        return 1, (spec.get("devices") or [{"name": ""}])[0]["name"]
+
+    return sorted(items, key=key)
+
+
+def device_names(slices: list[Obj]) -> list[str]:
+    return [d["name"] for s in slices for d in s["spec"].get("devices") or ()]
+
+
+def pools(slices: list[Obj]) -> list[Obj]:
+    return [s["spec"]["pool"] for s in slices]
+
+
+def devices_per_node(kube: Kube, driver: str) -> dict[str, int]:
+    """Devices `driver` publishes per node, over all its slices."""
+    counts: dict[str, int] = {}
+    for s in kube.list(RESOURCE_V1, "ResourceSlice"):
+        spec = s["spec"]
+        if spec["driver"] == driver and spec.get("nodeName"):
+            counts[spec["nodeName"]] = counts.get(spec["nodeName"], 0) + len(spec.get("devices") or [])
+    return counts
+
+
+def claims_of(kube: Kube, namespace: str, pod_name: str, api: str = RESOURCE_V1) -> list[Obj]:
+    """Claims whose controller owner is the pod (template and scheduler-created alike)."""
+    return [
+        c
+        for c in kube.list(api, "ResourceClaim", namespace)
+        if any(
+            o.get("controller") and o["kind"] == "Pod" and o["name"] == pod_name
+            for o in c["metadata"].get("ownerReferences") or []
+        )
+    ]
+
+
+def recorded_claim_names(pod: Obj) -> list[str]:
+    """The claims the pod's status records: resourceClaimStatuses and, for bridged extended
+    resources, extendedResourceClaimStatus."""
+    status = pod.get("status", {})
+    names = [
+        s["resourceClaimName"]
+        for s in status.get("resourceClaimStatuses") or []
+        if s.get("resourceClaimName")
+    ]
+    extended = status.get("extendedResourceClaimStatus")
+    if extended:
+        names.append(extended["resourceClaimName"])
+    return names
+
+
+def allocated_devices(claim: Obj) -> list[Obj]:
+    """The claim's allocation results (request, driver, pool, device); [] when unallocated."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return list((allocation.get("devices") or {}).get("results") or [])
+
+
+def allocation(kube: Kube, namespace: str, pod: str) -> list[Device]:
+    """(request, pool, device) of every device allocated to the pod's only claim."""
+    [claim] = claims_of(kube, namespace, pod)
+    return [(r["request"], r["pool"], r["device"]) for r in allocated_devices(claim)]
+
+
+def allocations(kube: Kube, namespace: str) -> dict[str, tuple[str, list[Device]]]:
+    """claim name -> (uid, sorted (driver, pool, device)) for every claim of the namespace."""
+    return {
+        c["metadata"]["name"]: (
+            c["metadata"]["uid"],
+            sorted((r["driver"], r["pool"], r["device"]) for r in allocated_devices(c)),
+        )
+        for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)
+    }
+
+
+def allocated(kube: Kube, namespace: str) -> list[Device]:
+    """Every device allocated in the namespace, sorted."""
+    return sorted(d for _, devices in allocations(kube, namespace).values() for d in devices)

@@ -1,0 +1,92 @@
+"""What an installed driver publishes, per node: the devices of its slices, and how many of
+them a DeviceClass selects (its CEL selectors evaluated offline, harness/kit/cel.py). Tests on
+a cluster that is not ours choose their nodes from this, instead of assuming a fleet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from harness.core.errors import HarnessError
+from harness.kit import builders as b
+from harness.kit.cel import Outcome, evaluate
+from harness.kit.kube import Kube, Obj
+
+
+@dataclass(frozen=True)
+class NodeDevices:
+    node: str
+    labels: Mapping[str, str]
+    devices: tuple[Obj, ...]  # every device the driver publishes on the node
+    matching: tuple[Obj, ...]  # those the class selects
+
+    @property
+    def count(self) -> int:
+        return len(self.matching)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    driver: str
+    device_class: str
+    nodes: tuple[NodeDevices, ...] = field(default_factory=tuple)
+
+    def summary(self) -> str:
+        """'2 nodes: a (8), b (8)' -- what a skip reason shows of the fleet."""
+        if not self.nodes:
+            return "no node carries its devices"
+        listed = ", ".join(f"{n.node} ({n.count})" for n in self.nodes)
+        return f"{len(self.nodes)} node(s) with devices of the class: {listed}"
+
+
+def class_selectors(kube: Kube, device_class: str) -> list[str]:
+    """The class's CEL expressions; HarnessError if it does not exist."""
+    found = [
+        dc for dc in kube.list(b.resource_api(), "DeviceClass") if dc["metadata"]["name"] == device_class
+    ]
+    if not found:
+        raise HarnessError(f"DeviceClass {device_class} does not exist")
+    return [s["cel"]["expression"] for s in found[0]["spec"].get("selectors") or () if "cel" in s]
+
+
+def selects(expressions: Iterable[str], driver: str, device: Obj) -> bool:
+    """All expressions MATCH (an expression this evaluator cannot judge counts as no)."""
+    return all(evaluate(e, driver, device).outcome is Outcome.MATCH for e in expressions)
+
+
+def inventory(kube: Kube, driver: str, device_class: str) -> Inventory:
+    exprs = class_selectors(kube, device_class)
+    per_node: dict[str, list[Obj]] = {}
+    for s in kube.list(b.resource_api(), "ResourceSlice"):
+        if s["spec"]["driver"] == driver and s["spec"].get("nodeName"):
+            per_node.setdefault(s["spec"]["nodeName"], []).extend(s["spec"].get("devices") or [])
+    labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in kube.list("v1", "Node")}
+    nodes = []
+    for node in sorted(per_node):
+        devices = tuple(per_node[node])
+        matching = tuple(d for d in devices if selects(exprs, driver, d))
+        if node in labels:
+            nodes.append(NodeDevices(node, labels[node], devices, matching))
+    return Inventory(driver, device_class, tuple(n for n in nodes if n.count))
+
+
+def parse_selector(text: str) -> dict[str, str]:
+    """'a=b,c=d' -> {'a': 'b', 'c': 'd'}; ValueError on anything else."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise ValueError(f"node selector {text!r}: expected key=value[,key=value]")
+        out[key] = value
+    return out
+
+
+def choose(inv: Inventory, nodes: int, devices: int, selector: Mapping[str, str]) -> list[NodeDevices]:
+    """`nodes` nodes matching `selector` with at least `devices` devices of the class each,
+    the smallest first (fewest devices to fill); [] if the fleet has too few."""
+    eligible = [
+        n for n in inv.nodes if n.count >= devices and all(n.labels.get(k) == v for k, v in selector.items())
+    ]
+    eligible.sort(key=lambda n: (n.count, n.node))
+    return eligible[:nodes] if len(eligible) >= nodes else []

@@ -1,0 +1,73 @@
+"""What a pod on a real node shows: its container's environment (printed to its log), the
+kubelet's DRA gRPC call counts (its /metrics through the API server's node proxy), and the
+CDI spec the driver wrote for a claim."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from harness.core.errors import HarnessError
+from harness.kit import builders as b
+from harness.kit.kube import Kube, Obj
+from harness.kit.waits import TIMEOUTS, wait_for
+
+# The busybox image the harness builds and imports on every real node (never pulled).
+ENV_COMMAND = ["sh", "-c", "env | sort; echo ---; exec sleep 3600"]
+_CALL = re.compile(
+    r"^dra_grpc_operations_duration_seconds_count\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$", re.MULTILINE
+)
+
+
+def env_pod(
+    name: str,
+    namespace: str,
+    image: str,
+    node: str,
+    *,
+    limits: Mapping[str, str] | None = None,
+    claim_templates: Mapping[str, str] | None = None,
+    claims: Mapping[str, str] | None = None,
+) -> Obj:
+    """A pod on `node` whose container prints its environment, then idles; `claims` names
+    existing ResourceClaims (pod claim name -> claim)."""
+    container = b.container(limits=limits, claims=[*(claim_templates or {}), *(claims or {})])
+    container |= {"image": image, "imagePullPolicy": "Never", "command": ENV_COMMAND}
+    pod = b.pod(name, namespace, containers=[container], claim_templates=claim_templates, claims=claims)
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}  # the scheduler still allocates
+    pod["spec"]["automountServiceAccountToken"] = False
+    return pod
+
+
+def container_env(kube: Kube, namespace: str, pod: str) -> dict[str, str]:
+    """The environment the container printed (read through the kubelet, by the API server).
+    Waits: a container Running may not have printed yet, and a kubelet just restarted answers
+    404 until it knows the pod's containers again."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+    _, body = wait_for(
+        lambda: kube.raw_get(path),
+        lambda answer: answer[0] == 200 and "---" in answer[1],
+        timeout=TIMEOUTS.api_object,
+        describe=f"the environment in the log of {namespace}/{pod}",
+    )
+    lines = body.split("---", 1)[0].splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def device_env(env: Mapping[str, str]) -> dict[str, str]:
+    """Only what a GPU driver hands a container: NVIDIA_VISIBLE_DEVICES and DRA_*."""
+    return {k: v for k, v in env.items() if k == "NVIDIA_VISIBLE_DEVICES" or k.startswith("DRA_")}
+
+
+def dra_calls(kube: Kube, node: str) -> dict[tuple[str, str], int]:
+    """(method, gRPC status) -> count, from the kubelet's dra_grpc_operations_duration_seconds
+    (pkg/kubelet/metrics/metrics.go), e.g. ("NodePrepareResources", "OK") -> 1."""
+    status, body = kube.raw_get(f"/api/v1/nodes/{node}/proxy/metrics")
+    if status != 200:
+        raise HarnessError(f"metrics of the kubelet on {node}: HTTP {status}: {body[:300]}")
+    calls: dict[tuple[str, str], int] = {}
+    for m in _CALL.finditer(body):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m["labels"]))
+        key = (labels.get("method_name", "").rsplit("/", 1)[-1], labels.get("grpc_status_code", ""))
+        calls[key] = calls.get(key, 0) + int(float(m["value"]))
+    return calls

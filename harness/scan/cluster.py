@@ -1,0 +1,343 @@
+"""`dra-harness scan`: a read-only readiness scan of a live cluster.
+
+It needs only get/list on the objects below and reuses the failure-mode detectors, so what
+the suites stage on the local cluster is what the scan finds on a real one.
+
+Exit codes: 0 ready, 2 warnings only, 3 blocking findings, 1 the scan itself failed
+(unreachable cluster, missing permission, bad input).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from harness.clusters.existing import parse_feature_metrics
+from harness.core.errors import HarnessError
+from harness.core.expectations import (
+    bridge_reaches_nodes_a_device_plugin_left,
+    claim_controller_follows_bridged_pods,
+    device_taint_rule_api,
+)
+from harness.core.redaction import redact, redact_obj
+from harness.kit.builders import RESOURCE_V1
+from harness.kit.checks.detectors import (
+    Finding,
+    Severity,
+    account,
+    detect_accounting_gaps,
+    detect_ambiguous_mappings,
+    detect_bridge_unavailable,
+    detect_double_stack,
+    detect_selectors_matching_nothing,
+    detect_unmapped_legacy_requests,
+)
+from harness.kit.kube import API_ERRORS, DynamicApiError, ForbiddenError, Kube, Obj, ResourceNotFoundError
+from harness.scan.checks import (
+    CheckResult,
+    Pools,
+    bridging_statements,
+    check_lines,
+    check_results,
+    detect_pools,
+    device_plugin_daemonsets,
+    kubelet_skew,
+    summary_for,
+)
+from harness.scan.taints import rule_findings, slice_taint_findings
+
+EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
+EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
+
+# Everything the scan reads: give its user exactly this (read-only) ClusterRole.
+SCAN_RBAC_RULES: list[Obj] = [
+    {"apiGroups": [""], "resources": ["nodes", "pods", "resourcequotas"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": [
+            "deviceclasses",
+            "resourceslices",
+            "resourceclaims",
+            "resourceclaimtemplates",
+            "devicetaintrules",
+        ],
+        "verbs": ["get", "list", "watch"],
+    },
+    {"nonResourceURLs": ["/metrics", "/version"], "verbs": ["get"]},
+]
+
+
+def scan_cluster_role(name: str) -> Obj:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": SCAN_RBAC_RULES,
+    }
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    version: tuple[int, int]
+    git_version: str
+    gates: dict[str, bool]
+    nodes: list[Obj]
+    pods: list[Obj]
+    daemonsets: list[Obj]
+    classes: list[Obj]
+    slices: list[Obj]
+    claims: list[Obj]
+    templates: list[Obj]
+    quotas: list[Obj]
+    taint_rules: list[Obj] = field(default_factory=list)  # DeviceTaintRules, where served
+
+
+def read_state(kube: Kube) -> ClusterState:
+    """Everything the checks look at, with get/list only; one line if the server fails us."""
+    try:
+        return _read_state(kube)
+    except API_ERRORS as err:  # silent, unreachable or refusing (what listed() does not explain)
+        raise kube.failure(err) from None
+
+
+def _read_state(kube: Kube) -> ClusterState:
+    major, minor = kube.server_version()
+    git_version = kube.git_version()
+
+    def listed(api: str, kind: str) -> list[Obj]:
+        try:
+            return kube.list(api, kind)
+        except ForbiddenError:
+            raise HarnessError(
+                f"the kubeconfig's user may not list {kind} ({api}): forbidden (403); the scan needs get/list"
+            ) from None
+        except ResourceNotFoundError:
+            return []  # e.g. resource.k8s.io/v1 not served: nothing DRA to scan
+        except DynamicApiError as err:
+            raise kube.failure(err, f"the list of {kind} ({api})") from None
+
+    status, metrics = kube.raw_get("/metrics")
+    gates: dict[str, bool] = {}
+    if status == 200:
+        gates = parse_feature_metrics(metrics)
+    return ClusterState(
+        version=(major, minor),
+        git_version=git_version,
+        gates=gates,
+        nodes=listed("v1", "Node"),
+        pods=listed("v1", "Pod"),
+        daemonsets=listed("apps/v1", "DaemonSet"),
+        classes=listed(RESOURCE_V1, "DeviceClass"),
+        slices=listed(RESOURCE_V1, "ResourceSlice"),
+        claims=listed(RESOURCE_V1, "ResourceClaim"),
+        templates=listed(RESOURCE_V1, "ResourceClaimTemplate"),
+        quotas=listed("v1", "ResourceQuota"),
+        # The version the minor serves DeviceTaintRule in (harness.core.expectations); not served: [].
+        taint_rules=listed(device_taint_rule_api((major, minor)), "DeviceTaintRule"),
+    )
+
+
+def leftover_device_plugin_resource(state: ClusterState, resource: str) -> list[Finding]:
+    """Nodes publishing DRA devices that still list `resource` at 0 (the kubelet keeps a removed
+    device plugin's resource), where the minor's scheduler then never bridges pods to them."""
+    if bridge_reaches_nodes_a_device_plugin_left(state.version):
+        return []
+    if not any((c.get("spec") or {}).get("extendedResourceName") == resource for c in state.classes):
+        return []
+    dra_nodes = {s["spec"].get("nodeName") for s in state.slices if s["spec"].get("devices")}
+    stuck = sorted(
+        n["metadata"]["name"]
+        for n in state.nodes
+        if n["metadata"]["name"] in dra_nodes
+        and str(((n.get("status") or {}).get("allocatable") or {}).get(resource, "")) == "0"
+    )
+    minor = f"{state.version[0]}.{state.version[1]}"
+    return [
+        Finding(
+            "device-plugin-leftover",
+            Severity.BLOCKING,
+            f"node/{name}",
+            f"publishes DRA devices but still lists {resource}: 0, so Kubernetes {minor} never "
+            "schedules bridged pods onto it",
+            f"remove {resource} from the node's status.capacity and status.allocatable once its "
+            "kubelet has dropped the device plugin (5 minutes after it stopped), or upgrade to 1.35",
+        )
+        for name in stuck
+    ]
+
+
+def stranded_claims(state: ClusterState) -> list[Finding]:
+    """Deleted claims still reserved for pods that are gone: their devices stay allocated and
+    their namespace stays Terminating. On a minor whose claim controller ignores bridged pods'
+    events (harness.core.expectations), a namespace deletion that reaches the claim first does this."""
+    pods = {p["metadata"]["uid"] for p in state.pods}
+    findings = []
+    for claim in state.claims:
+        meta = claim["metadata"]
+        gone = [
+            r["name"]
+            for r in (claim.get("status") or {}).get("reservedFor") or []
+            if r.get("resource") == "pods" and r.get("uid") not in pods
+        ]
+        if not meta.get("deletionTimestamp") or not gone:
+            continue
+        fix = "change the claim (e.g. add a label: any update requeues it) or restart kube-controller-manager"
+        if not claim_controller_follows_bridged_pods(state.version):
+            fix += "; 1.35 requeues it when the pod goes"
+        findings.append(
+            Finding(
+                "stranded-claim",
+                Severity.WARNING,
+                f"resourceclaim/{meta['namespace']}/{meta['name']}",
+                f"deleted but still reserved for pod(s) {', '.join(gone)}, which no longer exist: "
+                "its devices stay allocated",
+                fix,
+            )
+        )
+    return findings
+
+
+def _claim_counts(state: ClusterState) -> list[Finding]:
+    bridged = sum(
+        1
+        for c in state.claims
+        if (c["metadata"].get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM) == "true"
+    )
+    return [
+        Finding(
+            "claim-objects",
+            Severity.INFO,
+            "cluster",
+            f"{len(state.claims)} ResourceClaims ({bridged} created by the scheduler for extended "
+            f"resources), {len(state.templates)} ResourceClaimTemplates, {len(state.slices)} ResourceSlices",
+            "watch API object counts and etcd size as pools move to DRA",
+        )
+    ]
+
+
+def run_checks(state: ClusterState, resource: str, pools: Pools, gpu_drivers: Iterable[str]) -> list[Finding]:
+    used = {
+        r["exactly"]["deviceClassName"]
+        for t in state.templates
+        for r in t["spec"]["spec"]["devices"].get("requests") or []
+        if "exactly" in r
+    }
+    used |= {
+        r["exactly"]["deviceClassName"]
+        for c in state.claims
+        for r in c["spec"]["devices"].get("requests") or []
+        if "exactly" in r
+    }
+    findings = [
+        *detect_bridge_unavailable(state.version, state.gates),
+        *detect_ambiguous_mappings(state.classes, state.pods, state.version),
+        *detect_double_stack(state.nodes, state.slices, state.classes, resource, gpu_drivers),
+        *device_plugin_daemonsets(state),
+        # A pod on its way out is no finding.
+        *detect_unmapped_legacy_requests(
+            [p for p in state.pods if not p["metadata"].get("deletionTimestamp")], state.classes, state.nodes
+        ),
+        *detect_selectors_matching_nothing(state.classes, state.slices, used),
+        *kubelet_skew(state),
+        *leftover_device_plugin_resource(state, resource),
+        *stranded_claims(state),
+        *detect_accounting_gaps(
+            account(state.nodes, state.slices, state.claims, resource, pool_of=pools.of),
+            state.quotas,
+            resource,
+            state.version,
+        ),
+        *slice_taint_findings(state.slices),
+        *rule_findings(state.taint_rules, state.slices),
+        *_claim_counts(state),
+    ]
+    return sorted(findings, key=lambda f: (-f.severity, f.check, f.subject))
+
+
+def exit_code(findings: Iterable[Finding]) -> int:
+    worst = max((f.severity for f in findings), default=Severity.INFO)
+    return {Severity.BLOCKING: EXIT_BLOCKING, Severity.WARNING: EXIT_WARNINGS}.get(worst, EXIT_READY)
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    state: ClusterState
+    findings: list[Finding]
+    pools: Pools
+    checks: list[CheckResult]
+    bridging: list[str]
+
+
+def render_text(result: ScanResult) -> str:
+    state, findings = result.state, result.findings
+    lines = [
+        f"dra-harness scan: Kubernetes {state.git_version}, {len(state.nodes)} nodes, "
+        f"{len(state.slices)} ResourceSlices",
+        *result.pools.lines(),
+        *result.bridging,
+    ]
+    for f in findings:
+        lines.append(f"{f.severity.name:<8} {f.check:<26} {f.subject}: {f.message}")
+        if f.severity > Severity.INFO:
+            lines.append(f"{'':<8} {'':<26} fix: {f.remediation}")
+    counts = ", ".join(f"{n} {s}" for s, n in summary_for(result.checks).items())
+    lines += [f"checks: {counts}", *check_lines(result.checks)]
+    verdict = {EXIT_READY: "READY", EXIT_WARNINGS: "READY WITH WARNINGS", EXIT_BLOCKING: "NOT READY"}
+    lines.append(f"verdict: {verdict[exit_code(findings)]}")
+    return redact("\n".join(lines))
+
+
+def render_json(result: ScanResult) -> str:
+    pools = result.pools
+    data = {
+        "kubernetes": result.state.git_version,
+        "exit_code": exit_code(result.findings),
+        "pools": {
+            "pool_label": pools.override,
+            "pools": [
+                {"name": p, "label": pools.label_of[p], "nodes": pools.members(p)}
+                for p in sorted(pools.label_of)
+            ],
+        },
+        "bridging": result.bridging,
+        "checks": [{"check": c.check, "status": c.status.value, "why": c.why} for c in result.checks],
+        "findings": [asdict(f) | {"severity": f.severity.name} for f in result.findings],
+    }
+    return json.dumps(redact_obj(data), indent=2)
+
+
+def scan(
+    kubeconfig: Path,
+    resource: str,
+    pool_label: str | None,
+    gpu_drivers: Iterable[str],
+    target: str | None = None,
+) -> ScanResult:
+    """What the cluster has and what the checks find in it (the CLI prints and exits); with
+    `target`, the pre-upgrade findings for that minor too (harness.scan.target). Pools by
+    `pool_label`, or detected from well-known labels (harness.scan.checks)."""
+    kube = Kube.from_kubeconfig(kubeconfig)
+    try:
+        state = read_state(kube)
+        extra = []
+        if target:
+            from harness.core.versions import load_matrix
+            from harness.scan.target import target_findings
+
+            extra = target_findings(kube, load_matrix(), state.version, state.gates, state.nodes, target)
+    finally:
+        kube.close()
+    pools = detect_pools(state.nodes, pool_label)
+    findings = [*run_checks(state, resource, pools, gpu_drivers), *extra]
+    findings.sort(key=lambda f: (-f.severity, f.check, f.subject))
+    bridge_on = not any(f.check == "bridge-support" and f.severity == Severity.BLOCKING for f in findings)
+    return ScanResult(
+        state,
+        findings,
+        pools,
+        check_results(state, findings, resource, target),
+        bridging_statements(state, pools, bridge_on),
+    )
