@@ -21,7 +21,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypedDict
@@ -30,7 +29,7 @@ from harness.clusters.base import Cell
 from harness.clusters.host import health
 from harness.clusters.host.kubeconfig import write_kubeconfig
 from harness.clusters.host.pki import ClusterPKI, generate_pki
-from harness.clusters.host.ports import free_port
+from harness.clusters.host.ports import Ports, free_port
 from harness.clusters.host.processes import ManagedProcess, install_signal_teardown
 from harness.clusters.local.components import BY_NAME, Tuning
 from harness.clusters.local.kubelets import DEFAULT_KUBELET_MODE
@@ -43,16 +42,6 @@ from harness.core.versions import GateProfile, Matrix, Minor, load_matrix
 from harness.kit.waits import TIMEOUTS, wait_for
 
 _PORT_RETRIES = 3
-
-
-@dataclass
-class Ports:
-    etcd_client: int = field(default_factory=free_port)
-    etcd_peer: int = field(default_factory=free_port)
-    apiserver: int = field(default_factory=free_port)
-    controller_manager: int = field(default_factory=free_port)
-    scheduler: int = field(default_factory=free_port)
-    kwok: int = field(default_factory=free_port)
 
 
 class LocalCluster:

@@ -3,18 +3,20 @@ probe and port, in start order. What a benchmark tunes (Tuning) comes from the c
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 import yaml
 
 from harness.clusters.host import health
+from harness.clusters.host.pki import ClusterPKI
+from harness.clusters.host.ports import Ports
 from harness.clusters.kwok import kwok_config, kwok_flags
-from harness.clusters.realnodes.pools import real_node_apiserver_flags
-
-if TYPE_CHECKING:
-    from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPool, real_node_apiserver_flags
+from harness.core.versions import GateProfile, Matrix
 
 SERVICE_CIDR = "10.0.0.0/24"
 Probe = Callable[[], tuple[int, str]]
@@ -36,20 +38,47 @@ class Tuning:
     scheduler_plugin_args: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
 
+class ClusterView(Protocol):
+    """What a component's flags and probe read of the cluster that runs it. LocalCluster is
+    one; the table names this, not LocalCluster, so it does not import the module importing it."""
+
+    @property
+    def matrix(self) -> Matrix: ...
+    @property
+    def profile(self) -> GateProfile: ...
+    @property
+    def tuning(self) -> Tuning: ...
+    @property
+    def run_dir(self) -> Path: ...
+    @property
+    def ports(self) -> Ports: ...
+    @property
+    def pki(self) -> ClusterPKI: ...
+    @property
+    def real_pools(self) -> Sequence[RealPool]: ...
+    @property
+    def kubeconfig(self) -> Path: ...
+    @property
+    def server(self) -> str: ...
+    @property
+    def etcd_url(self) -> str: ...
+    def etcd_tls(self) -> ssl.SSLContext: ...
+
+
 @dataclass(frozen=True)
 class Component:
     name: str
-    flags: Callable[[LocalCluster], list[str]]  # after the binary (and the multi-call binary's name)
-    probe: Callable[[LocalCluster], Probe]  # 200 when ready
+    flags: Callable[[ClusterView], list[str]]  # after the binary (and the multi-call binary's name)
+    probe: Callable[[ClusterView], Probe]  # 200 when ready
     port: str  # the Ports field it listens on (picked again when taken)
 
 
-def _gate_flags(c: LocalCluster) -> list[str]:
+def _gate_flags(c: ClusterView) -> list[str]:
     gates = c.profile.feature_gates_flag()
     return [f"--feature-gates={gates}"] if gates else []
 
 
-def _etcd_flags(c: LocalCluster) -> list[str]:
+def _etcd_flags(c: ClusterView) -> list[str]:
     p, pki = c.ports, c.pki
     client, peer = f"https://127.0.0.1:{p.etcd_client}", f"https://127.0.0.1:{p.etcd_peer}"
     return [
@@ -74,7 +103,7 @@ def _etcd_flags(c: LocalCluster) -> list[str]:
     ]
 
 
-def _apiserver_flags(c: LocalCluster) -> list[str]:
+def _apiserver_flags(c: ClusterView) -> list[str]:
     p, pki = c.ports, c.pki
     runtime = c.profile.runtime_config_flag()
     return [
@@ -102,12 +131,12 @@ def _apiserver_flags(c: LocalCluster) -> list[str]:
     ]
 
 
-def _client_qps(c: LocalCluster) -> list[str]:
+def _client_qps(c: ClusterView) -> list[str]:
     qps = c.tuning.client_qps
     return [] if qps is None else [f"--kube-api-qps={qps}", f"--kube-api-burst={qps}"]
 
 
-def _controller_manager_flags(c: LocalCluster) -> list[str]:
+def _controller_manager_flags(c: ClusterView) -> list[str]:
     pki, kc = c.pki, c.run_dir / "controller-manager.kubeconfig"
     return [
         f"--kubeconfig={kc}",
@@ -127,7 +156,7 @@ def _controller_manager_flags(c: LocalCluster) -> list[str]:
     ]
 
 
-def _scheduler_flags(c: LocalCluster) -> list[str]:
+def _scheduler_flags(c: ClusterView) -> list[str]:
     """The scheduler's client QPS has no flag: with a Tuning's QPS it gets a config file
     (which then holds the kubeconfig and leader election too)."""
     kc, qps = c.run_dir / "scheduler.kubeconfig", c.tuning.client_qps
@@ -162,30 +191,30 @@ def _scheduler_flags(c: LocalCluster) -> list[str]:
     ]
 
 
-def _etcd_probe(c: LocalCluster) -> Probe:
+def _etcd_probe(c: ClusterView) -> Probe:
     etcd = c.etcd_tls()
     return lambda: health.get(f"{c.etcd_url}/health", etcd)
 
 
-def _apiserver_probe(c: LocalCluster) -> Probe:
+def _apiserver_probe(c: ClusterView) -> Probe:
     ctx = health.tls_context(c.pki.ca.cert, c.pki.admin)
     return lambda: health.get(f"{c.server}/readyz", ctx)
 
 
-def _https_probe(port: str, path: str) -> Callable[[LocalCluster], Probe]:
-    def probe(c: LocalCluster) -> Probe:
+def _https_probe(port: str, path: str) -> Callable[[ClusterView], Probe]:
+    def probe(c: ClusterView) -> Probe:
         ctx = health.tls_context(None, None)  # self-signed serving certificates
         return lambda: health.get(f"https://127.0.0.1:{getattr(c.ports, port)}/{path}", ctx)
 
     return probe
 
 
-def _kwok_flags(c: LocalCluster) -> list[str]:
+def _kwok_flags(c: ClusterView) -> list[str]:
     config = kwok_config(c.matrix, c.run_dir / "kwok.yaml", pods=c.tuning.simulate_pods)
     return kwok_flags(c.kubeconfig, config, c.ports.kwok)
 
 
-def _kwok_probe(c: LocalCluster) -> Probe:
+def _kwok_probe(c: ClusterView) -> Probe:
     return lambda: health.get(f"http://127.0.0.1:{c.ports.kwok}/healthz")
 
 

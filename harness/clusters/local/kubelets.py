@@ -21,16 +21,30 @@ Both swapping modes cordon: the scheduler must not bind a pod to a node whose ku
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
+from harness.clusters.realnodes.pools import RealNodes
 from harness.controlplane.nodeparts import NodeBinaries, node_parts
 from harness.core.errors import HarnessError
-from harness.core.versions import minor_number
+from harness.core.versions import GateProfile, Matrix, minor_number
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 
-if TYPE_CHECKING:
-    from harness.clusters.local.cluster import LocalCluster
+
+class KubeletCluster(Protocol):
+    """What the kubelet swap reads of its cluster (LocalCluster is one; named here, not
+    imported, since LocalCluster.upgrade imports this module)."""
+
+    @property
+    def matrix(self) -> Matrix: ...
+    @property
+    def profile(self) -> GateProfile: ...
+    @property
+    def kubeconfig(self) -> Path: ...
+    @property
+    def real(self) -> RealNodes | None: ...
+
 
 KUBELET_MODES = ("drain", "in-place", "keep")
 DEFAULT_KUBELET_MODE = "drain"
@@ -46,13 +60,13 @@ def nodes_to_swap(kubelets: Mapping[str, str], before: str, after: str, mode: st
     return sorted(n for n, m in kubelets.items() if m == before)
 
 
-def kubelet_parts(cluster: LocalCluster, after: str) -> NodeBinaries:
+def kubelet_parts(cluster: KubeletCluster, after: str) -> NodeBinaries:
     """The built parts of `after`'s nodes; one line naming the build when the kubelet is not."""
     return node_parts(cluster.matrix.minor(after), cluster.matrix)
 
 
 def swap_kubelets(
-    cluster: LocalCluster, names: list[str], after: str, parts: NodeBinaries, drain: bool
+    cluster: KubeletCluster, names: list[str], after: str, parts: NodeBinaries, drain: bool
 ) -> None:
     """Node by node: cordon, (drain,) run the kubelet of `after`, wait for the Node to report
     it and be Ready, uncordon."""

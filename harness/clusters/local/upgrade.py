@@ -21,19 +21,42 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from harness.clusters.local.components import Tuning
-from harness.clusters.local.kubelets import DEFAULT_KUBELET_MODE, kubelet_parts, nodes_to_swap, swap_kubelets
+from harness.clusters.local.kubelets import (
+    DEFAULT_KUBELET_MODE,
+    KubeletCluster,
+    kubelet_parts,
+    nodes_to_swap,
+    swap_kubelets,
+)
 from harness.controlplane.build import ensure_controlplane
-from harness.controlplane.gates import known_gates, validate_profile
+from harness.controlplane.gates import KnownGate, known_gates, validate_profile
 from harness.core.errors import HarnessError, WaitTimeout
 from harness.core.upgrade_facts import API_REMOVALS, ApiRemoval
-from harness.core.versions import minor_number
+from harness.core.versions import GateProfile, Minor, minor_number
 from harness.kit.kube import API_ERRORS, Kube
 
-if TYPE_CHECKING:
-    from harness.clusters.local.cluster import LocalCluster
+
+class UpgradableCluster(KubeletCluster, Protocol):
+    """What the step reads and changes of its cluster (LocalCluster is one; named here, not
+    imported, since LocalCluster.upgrade calls this module)."""
+
+    tuning: Tuning
+
+    @property
+    def minor(self) -> Minor: ...
+    @property
+    def binary(self) -> Path: ...
+    @property
+    def known_gates(self) -> dict[str, KnownGate]: ...
+    def use_control_plane(
+        self, minor: Minor, profile: GateProfile, binary: Path, gates: dict[str, KnownGate]
+    ) -> None: ...
+    def restart(self, component: str) -> None: ...
+    def write_state(self) -> None: ...
+
 
 # kubernetes/website content/en/releases/version-skew-policy.md ("Supported version skew",
 # "Supported component upgrade order"): kube-apiserver moves one minor at a time; kubelet must
@@ -241,7 +264,7 @@ def preferred_version(kube: Kube, group: str) -> str:
 
 
 def upgrade(
-    cluster: LocalCluster,
+    cluster: UpgradableCluster,
     to_minor: str,
     kubelets: str = DEFAULT_KUBELET_MODE,
     timings: dict[str, float] | None = None,
@@ -288,18 +311,18 @@ def upgrade(
     return time.monotonic() - started
 
 
-def _kubelets(cluster: LocalCluster) -> list[tuple[str, str]]:
+def _kubelets(cluster: UpgradableCluster) -> list[tuple[str, str]]:
     """(node, minor of its kubelet) of the cluster's real nodes (kwok nodes have none)."""
     return sorted(cluster.real.minors.items()) if cluster.real is not None else []
 
 
-def emulated_version(cluster: LocalCluster) -> str:
+def emulated_version(cluster: UpgradableCluster) -> str:
     """The --emulated-version the cluster's API server runs with ("" for the binary's own)."""
     flags = cluster.tuning.component_flags.get("kube-apiserver", ())
     return next((f.split("=", 1)[1] for f in flags if f.startswith("--emulated-version=")), "")
 
 
-def gate_refusal(cluster: LocalCluster, gates: Mapping[str, bool]) -> str | None:
+def gate_refusal(cluster: UpgradableCluster, gates: Mapping[str, bool]) -> str | None:
     """Why the control plane cannot run with `gates`: a gate locked to its default in the
     binary can be changed only while it emulates an earlier minor where it was not locked
     (upstream's gate-cycle test does the same: test/e2e_dra/featuregatecycle_test.go)."""
@@ -316,7 +339,7 @@ def gate_refusal(cluster: LocalCluster, gates: Mapping[str, bool]) -> str | None
     return None
 
 
-def set_gates(cluster: LocalCluster, gates: Mapping[str, bool]) -> float:
+def set_gates(cluster: UpgradableCluster, gates: Mapping[str, bool]) -> float:
     """Restart kube-apiserver, then kube-controller-manager and kube-scheduler, with `gates`
     over the profile's (`{}`: the profile's own again); returns the seconds it took."""
     refusal = gate_refusal(cluster, gates)
