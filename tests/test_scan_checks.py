@@ -15,7 +15,8 @@ from harness.scan.checks import (
     detect_pools,
     render_junit,
 )
-from harness.scan.cluster import ClusterState, run_checks
+from harness.scan.cluster import run_checks
+from harness.scan.state import ClusterState
 
 GPU = "nvidia.com/gpu"
 DRIVER = "gpu.nvidia.com"

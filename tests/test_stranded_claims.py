@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.scan.cluster import ClusterState, stranded_claims
+from harness.scan.cluster import stranded_claims
+from harness.scan.state import ClusterState
 
 
 def _claim(name: str, reserved_for: dict[str, str], deleted: bool) -> dict[str, object]:

@@ -12,16 +12,13 @@ import enum
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
 from harness.core.redaction import redact
 from harness.kit.cel import Outcome, count_matches, published_devices
 from harness.kit.checks.detectors import Finding, Severity, mapping_claimants
 from harness.kit.kube import Obj
-
-if TYPE_CHECKING:
-    from harness.scan.cluster import ClusterState
+from harness.scan.state import ClusterState
 
 POOL_LABELS = (
     "cloud.google.com/gke-nodepool",

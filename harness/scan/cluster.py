@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness.clusters.existing import parse_feature_metrics
@@ -46,6 +46,7 @@ from harness.scan.checks import (
     kubelet_skew,
     summary_for,
 )
+from harness.scan.state import ClusterState
 from harness.scan.taints import rule_findings, slice_taint_findings
 
 EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
@@ -77,22 +78,6 @@ def scan_cluster_role(name: str) -> Obj:
         "metadata": {"name": name},
         "rules": SCAN_RBAC_RULES,
     }
-
-
-@dataclass(frozen=True)
-class ClusterState:
-    version: tuple[int, int]
-    git_version: str
-    gates: dict[str, bool]
-    nodes: list[Obj]
-    pods: list[Obj]
-    daemonsets: list[Obj]
-    classes: list[Obj]
-    slices: list[Obj]
-    claims: list[Obj]
-    templates: list[Obj]
-    quotas: list[Obj]
-    taint_rules: list[Obj] = field(default_factory=list)  # DeviceTaintRules, where served
 
 
 def read_state(kube: Kube) -> ClusterState:

@@ -1,0 +1,25 @@
+"""What the scan read of a cluster, with get and list only: the one input of every check
+(harness.scan.checks and harness.scan.cluster read it; neither owns it, so neither imports
+the other for its type)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.kit.kube import Obj
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    version: tuple[int, int]
+    git_version: str
+    gates: dict[str, bool]
+    nodes: list[Obj]
+    pods: list[Obj]
+    daemonsets: list[Obj]
+    classes: list[Obj]
+    slices: list[Obj]
+    claims: list[Obj]
+    templates: list[Obj]
+    quotas: list[Obj]
+    taint_rules: list[Obj] = field(default_factory=list)  # DeviceTaintRules, where served
