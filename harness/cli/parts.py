@@ -39,6 +39,7 @@ from harness.controlplane.nodeparts import (
     ensure_pause,
     kubelet_built,
 )
+from harness.controlplane.schedperf import ensure_schedperf, schedperf_dir
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT, Matrix, Minor
 
@@ -234,6 +235,15 @@ def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
             built=lambda: containerd_built(matrix) is not None,
         ),
         *[_kubelet_part(m, GO_B) for m in kubelets if m != default and m not in minors],
+        # upstream's scheduler_perf beside the benchmark (tests/e2e/test_bench_reference.py);
+        # after the control plane, whose compiled packages it shares
+        Part(
+            f"scheduler_perf {default.name}",
+            GO_B,
+            lambda p: ensure_schedperf(default, p),
+            built=lambda: (schedperf_dir(default) / "schedperf.test").exists(),
+            after=(f"k8slocal {default.name}",),
+        ),
         Part(
             "pause and busybox images",
             GO_B,

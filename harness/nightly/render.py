@@ -7,12 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import jinja2
-
-from harness.core.versions import REPO_ROOT
 from harness.nightly.diff import KINDS, Diff, Entry
+from harness.reports.templates import environment
 
-TEMPLATES = REPO_ROOT / "reports" / "templates"
 WHAT = {
     "new failure": "failed tonight, did not fail in the baseline",
     "fixed": "failed in the baseline, passes tonight",
@@ -40,15 +37,7 @@ def _by_cell(entries: list[Entry]) -> list[tuple[str, list[Entry]]]:
 
 def render_diff(diff: Diff, tonight: str, baseline: str) -> Rendered:
     """`tonight` and `baseline`: what was compared, in words (the sources)."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        autoescape=jinja2.select_autoescape(["html", "html.j2"]),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+    env = environment()
     sections = [(k, WHAT[k], len(diff.of(k)), _by_cell(diff.of(k))) for k in KINDS if diff.of(k)]
     context = {"d": diff, "sections": sections, "tonight": tonight, "baseline": baseline}
     doc = {"tonight": tonight, "baseline": baseline, **diff.to_json()}

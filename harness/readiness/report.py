@@ -19,12 +19,10 @@ from typing import Any
 import jinja2
 
 from harness.core.redaction import redact, redact_obj
-from harness.core.versions import REPO_ROOT
 from harness.readiness.inputs import bench_files, load_cells, load_cost, load_rehearsals, run_info
 from harness.readiness.model import Report, upgrades, with_rehearsals
 from harness.readiness.status import Status
-
-TEMPLATES = REPO_ROOT / "reports" / "templates"
+from harness.reports.templates import environment
 
 
 @dataclass(frozen=True)
@@ -57,16 +55,7 @@ def build_report(
 
 
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        autoescape=jinja2.select_autoescape(["html", "html.j2"]),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
-    return env
+    return environment()
 
 
 def render(report: Report, lead: Lead | None = None) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """`bench --reference` end to end, in miniature: upstream's scheduler_perf runs the
 generated workload of each mode after ours, on the same machine, and both harnesses'
-ratios land in the JSON. The framework's test binary takes minutes to build cold, so this
-runs only where `dra-harness bench --reference` has built it."""
+ratios land in the JSON. `make test` builds the framework's test binary (a part of its own,
+harness.cli.parts); elsewhere `dra-harness bench --reference` builds it."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ PODS = 6
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if not (schedperf_dir(load_matrix().minor("1.37")) / "schedperf.test").exists():
-        pytest.skip("scheduler_perf's test binary is not built (`dra-harness bench --reference` builds it)")
+        pytest.skip(
+            "scheduler_perf's test binary is not built (`make parts` or `dra-harness bench --reference`)"
+        )
     out = tmp_path_factory.mktemp("bench") / "scale-ref.json"
     modes = ("legacy", "bridged")
     return dict(run("1.37", 3, PODS, 1, modes, out, progress=lambda _: None, reference=True))

@@ -185,7 +185,7 @@ def test_bad_input_on_a_live_cluster_is_one_line_and_creates_nothing(
 
 
 VENDOR_TEST = """
-from harness import builders as b
+from harness.kit import builders as b
 from harness.kit.drastate import claims_of
 from harness.kit.pods import wait_phase
 
