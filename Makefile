@@ -81,10 +81,11 @@ test: venv
 	@.ci/phase pytest $(BIN)/pytest tests suites -n $(TEST_WORKERS) $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The checks of every minor `make test` leaves to this target (a control plane of each: ~5 cold
-# minutes a minor): the deploy manifests on each minor's API server and the kind configs' gates.
+# minutes a minor; 1.38's ~18 with its Go toolchain): the deploy manifests on each minor's API
+# server, the kind configs' gates, the 1.38 binaries' toolchain (every_minor tests).
 test-minors: venv
 	$(BIN)/dra-harness controlplane build -k all
-	$(BIN)/pytest --every-minor suites/deploy tests/test_kind_config.py $(PYTEST_ARGS)
+	$(BIN)/pytest --every-minor suites/deploy tests/test_kind_config.py tests/test_go_toolchain.py $(PYTEST_ARGS)
 
 # `make test` as on a new machine: a clean clone with empty caches (HOME, XDG_CACHE_HOME, GOCACHE,
 # GOMODCACHE in a temporary directory), then every part it built and how long each took against
