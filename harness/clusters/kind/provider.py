@@ -3,8 +3,8 @@
 Built on pytest-kind's ``KindCluster`` (used as a library). The kind and kubectl binaries come
 from options, ``$DRA_HARNESS_KIND`` / ``$DRA_HARNESS_KUBECTL`` or PATH, never from a download:
 a missing one stops the run with one line saying how to get it. The config is generated from
-versions.toml (``kind_config.render_kind_config``) and checked before kind runs. The cluster is
-deleted on stop() unless kept (``--keep-cluster``); a kept cluster of the same name is reused.
+versions.toml (harness.clusters.kind.config) and checked before kind runs. The cluster is
+deleted on stop() unless kept (``--keep-cluster``), a kept one of the same name reused.
 
 Leftovers of killed runs: the harness's own engines (and everything in them) are given back
 at once, clusters on the machine's Docker by age::
@@ -13,9 +13,7 @@ at once, clusters on the machine's Docker by age::
     python -m harness.clusters.kind.provider cleanup [--older-than 6h] [--dry-run]
 
 Where no Docker daemon answers, start() starts the harness's own engine
-(harness.clusters.kind.engine) and stop() stops it; ``start_engine=False`` refuses instead.
-
-With ``$DRA_HARNESS_DRIVER_IMAGE`` set, start() also loads that image into the nodes and
+(harness.clusters.kind.engine) and stop() stops it; ``start_engine=False`` refuses instead. With ``$DRA_HARNESS_DRIVER_IMAGE`` set, start() also loads that image into the nodes and
 deploys the fake driver (deploy/manifests) with it.
 """
 
