@@ -13,7 +13,8 @@ at once, clusters on the machine's Docker by age::
     python -m harness.clusters.kind.provider cleanup [--older-than 6h] [--dry-run]
 
 Where no Docker daemon answers, start() starts the harness's own engine
-(harness.clusters.kind.engine) and stop() stops it; ``start_engine=False`` refuses instead. With ``$DRA_HARNESS_DRIVER_IMAGE`` set, start() also loads that image into the nodes and
+(harness.clusters.kind.engine) and stop() stops it; ``start_engine=False`` refuses instead.
+With ``$DRA_HARNESS_DRIVER_IMAGE`` set, start() also loads that image into the nodes and
 deploys the fake driver (deploy/manifests) with it.
 """
 
