@@ -295,7 +295,13 @@ BY_ID = {row.id: row for row in ROWS}
 
 
 def _listing() -> set[str]:
-    return {p.name for p in REPORTS.iterdir()} if REPORTS.is_dir() else set()
+    """reports/out's entries but the runs that got as far as pytest (its junit.xml or allure
+    results): a refused command never does, and in a parallel run other workers' `run`s write
+    there meanwhile."""
+    if not REPORTS.is_dir():
+        return set()
+    ran = ("junit.xml", "allure-results")
+    return {p.name for p in REPORTS.iterdir() if not any((p / name).exists() for name in ran)}
 
 
 Ran = tuple[Outcome, Path]  # the outcome, and the row's directory

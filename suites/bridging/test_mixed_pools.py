@@ -95,6 +95,9 @@ def test_device_plugin_pool_and_dra_pool_serve_the_same_name(
     assert claims_of(kube, namespace, "on-both") == []
 
 
+# Serial: with no node selector, any H100 or L4 on the cluster meets the tier's class, and in
+# a parallel run another test's pool of that product may be there (make test: 4 workers).
+@pytest.mark.serial
 def test_gpu_tiers_by_product_get_their_own_extended_resource_names(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
 ) -> None:
