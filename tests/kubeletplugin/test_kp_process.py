@@ -37,18 +37,9 @@ def test_plugin_process_serves_until_sigterm_and_removes_its_sockets(root: Path)
         },
     }
     (root / "claims.json").write_text(json.dumps([claim]))
-    cmd = [sys.executable, "-m", "fake_driver.kubeletplugin", "--node-name", "worker-a"]
-    cmd += [
-        "--fleet",
-        str(root / "fleet.yaml"),
-        "--claims-file",
-        str(root / "claims.json"),
-        "--minor",
-        "1.36",
-    ]
-    cmd += ["--registry-dir", str(root / "reg"), "--plugins-dir", str(root / "plugins")]
-    cmd += ["--cdi-root", str(root / "cdi")]
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _plugin_cmd(root), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     reg_sock = root / "reg" / "gpu.nvidia.com-reg.sock"
     try:
         wait_for(lambda: reg_sock.is_socket() or proc.poll() is not None, timeout=30, describe="reg socket")
