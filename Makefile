@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts kind-engine kind-images upgradeparts parts lint unit e2e test test-minors test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: all venv controlplane nodeparts drivers kind-engine kind-images upgradeparts parts lint unit e2e test test-minors test-chart test-nvidia test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -35,6 +35,11 @@ nodeparts: venv
 	$(BIN)/dra-harness controlplane build $(K8S_FLAG) --nodes
 	$(BIN)/dra-harness controlplane build -k $(OLDEST_MINOR) --nodes-only
 
+# Real DRA drivers' kubelet plugins (versions.toml [drivers]) from the module proxy: every
+# pinned version, or one: make drivers DRIVER=example@v0.4.0
+drivers: venv
+	$(BIN)/dra-harness parts build drivers $(DRIVER:%=--driver=%)
+
 # The kind path's engine where Docker is absent: Debian's dockerd (versions.toml [kind] engine_apt).
 # kind itself goes into .venv/bin (where the provider finds it) at versions.toml's release.
 kind-engine: nodeparts
@@ -59,6 +64,8 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	@# the workflows, and action.yml through the workflow that uses it (versions.toml [tools.actionlint])
+	"$$($(BIN)/dra-harness tool path actionlint)"
 
 unit: venv
 	$(BIN)/pytest tests $(PYTEST_ARGS)
@@ -82,10 +89,32 @@ test: venv
 
 # The checks of every minor `make test` leaves to this target (a control plane of each: ~5 cold
 # minutes a minor; 1.38's ~18 with its Go toolchain): the deploy manifests on each minor's API
-# server, the kind configs' gates, the 1.38 binaries' toolchain (every_minor tests).
-test-minors: venv
+# server, the kind configs' gates, the 1.38 binaries' toolchain, `cluster up -k 1.38 --kubelet 1.37
+# --real-nodes 2`, and suites/upgrade's every_minor tests (1.37 -> 1.38 with real nodes, scan
+# --target 1.38, the kubelet skew table under 1.38), which also need upgradeparts' kubelets.
+test-minors: upgradeparts
 	$(BIN)/dra-harness controlplane build -k all
-	$(BIN)/pytest --every-minor suites/deploy tests/test_kind_config.py tests/test_go_toolchain.py $(PYTEST_ARGS)
+	$(BIN)/pytest --every-minor suites/deploy tests/test_kind_config.py tests/test_go_toolchain.py \
+		tests/e2e/test_cluster_real_nodes.py $(PYTEST_ARGS)
+	$(BIN)/pytest --every-minor -m every_minor suites/upgrade $(PYTEST_ARGS)
+
+# The Helm chart's tests (tests/test_chart.py, tests/e2e/test_chart_install.py) with helm built
+# from the module proxy (versions.toml [tools.helm]): its cold build (~13 min) is kept out of
+# `make test`, where those tests skip saying so.
+test-chart: controlplane
+	$(BIN)/dra-harness tool path helm
+	$(BIN)/pytest tests/test_chart.py tests/e2e/test_chart_install.py $(PYTEST_ARGS)
+
+# NVIDIA's real DRA driver (gpu-kubelet-plugin v0.4.1) on 2 real nodes with fake driver roots
+# (issue 35): its part (the plugin, the NVML stand-in nvmlstub/, nvidia-cdi-hook) takes ~8 cold
+# minutes on 2 cores and its tests ~6 more, beyond what `make test`'s 45-minute budget has left,
+# so they run here: the stand-in's exports, the driver root, slices, a claim's container,
+# the nvidia-v0.4 personality against the real slices, and qualify.
+NVIDIA_DRIVER := nvidia@v0.4.1
+test-nvidia: nodeparts
+	$(BIN)/dra-harness parts build drivers --driver=$(NVIDIA_DRIVER)
+	$(BIN)/pytest tests/test_nvml_exports.py tests/test_nvidia_root.py tests/e2e/test_nvidia_real_driver.py \
+		-n 0 $(PYTEST_ARGS)
 
 # `make test` as on a new machine: a clean clone with empty caches (HOME, XDG_CACHE_HOME, GOCACHE,
 # GOMODCACHE in a temporary directory), then every part it built and how long each took against

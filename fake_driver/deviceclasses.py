@@ -44,7 +44,12 @@ def render_device_classes(
     """The DeviceClasses the personality's chart creates.
 
     ``mig_profile_classes``: also one class per MIG profile of that GPU, each with its own
-    extended resource name ``nvidia.com/mig-<profile>`` (admin-made, like NV's demo spec).
+    extended resource name ``nvidia.com/mig-<profile>``, the device plugin's mixed-strategy name.
+    NVIDIA's chart does not render these (dra-driver-nvidia-gpu@v0.4.1 deployments/helm/
+    dra-driver-nvidia-gpu/templates/deviceclass-mig.yaml: one ``mig.nvidia.com`` class, no
+    extendedResourceName); they are what dra-driver-nvidia-gpu#939 proposes an admin creates,
+    shaped as demo/specs/extended-resources/mig-1g-12gb.yaml @ v0.4.1 shows (name
+    ``mig-1g-12gb.gpu.nvidia.com``, selector on type and profile).
     ``example_extended_resource``: the example chart's ``deviceClass.extendedResourceName``.
     """
     if not p.is_nvidia:

@@ -7,12 +7,15 @@ from fake_driver.devicemodel import (
     GpuDevices,
     Obj,
     PhysicalGpu,
+    binary_quantity,
+    boolean,
     integer,
     quantity,
     string,
     version,
 )
 from fake_driver.fleet import Pool
+from fake_driver.gorand import example_uuids
 
 
 def _capacity(value: str, step: str, shared: bool) -> Obj:
@@ -25,26 +28,70 @@ def _capacity(value: str, step: str, shared: bool) -> Obj:
     return cap
 
 
+def _device(name: str, attrs: Obj, memory: str, compute: int | None, shared: bool) -> Obj:
+    cap: Obj = {"memory": _capacity(memory, "1Gi", shared)}
+    if compute is not None:
+        cap["compute"] = _capacity(str(compute), "1", shared)
+    # AllowMultipleAllocations: ptr.To(p.allowMultipleAllocations), so false is sent too.
+    return {"name": name, "attributes": attrs, "allowMultipleAllocations": shared, "capacity": cap}
+
+
+def _consumes(counter_set: str, memory: str, compute: int | None) -> list[Obj]:
+    counters = {"memory": quantity(memory)}
+    if compute is not None:
+        counters["compute"] = quantity(str(compute))
+    return [{"counterSet": counter_set, "counters": counters}]
+
+
 def example_gpu(pool: Pool, gpu: PhysicalGpu) -> GpuDevices:
     p = pool.personality
     shared = pool.consumable_capacity
-    # The example driver's UUID is "gpu-" + a UUID from a PRNG seeded by the node name; ours is
-    # derived from the node name too, but not bit-identical to Go's math/rand.
+    # gpu.go generateUUIDs: Go's math/rand seeded by a hash of the node name (fake_driver.gorand),
+    # so the same node name gets the real driver's UUIDs.
     attrs: Obj = {
         "index": integer(gpu.index),
-        "uuid": string("gpu-" + gpu.uuid.removeprefix("GPU-")),
+        "uuid": string(example_uuids(gpu.node, pool.gpus)[gpu.index]),
         "model": string(p.example_model),
         "driverVersion": version(p.example_driver_version),
     }
-    cap: Obj = {"memory": _capacity(p.example_memory, "1Gi", shared)}
+    if not pool.partitions:
+        device = _device(f"gpu-{gpu.index}", attrs, p.example_memory, p.example_compute, shared)
+        rec = DeviceRecord(device["name"], gpu.uuid, frozenset({0}), shareable=shared)
+        return GpuDevices(gpu, (device,), (rec,))
+    return _partitioned(pool, gpu, attrs, shared)
+
+
+def _partitioned(pool: Pool, gpu: PhysicalGpu, attrs: Obj, shared: bool) -> GpuDevices:
+    """--gpu-partitions=N (gpu.go EnumerateDevices, partitionsPerGPU > 0): a counter set
+    gpu-<i>-counters holding the GPU's memory and compute, N devices gpu-<i>-partition-<j> of
+    1/N each (integer division, as resource.NewQuantity(value/N)), then gpu-<i>-full taking all."""
+    p, n = pool.personality, pool.partitions
+    cs = f"gpu-{gpu.index}-counters"
+    memory = binary_quantity(_bytes(p.example_memory) // n)
+    compute = None if p.example_compute is None else p.example_compute // n
+    devices: list[Obj] = []
+    records: list[DeviceRecord] = []
+    for j in range(n):
+        part = {**attrs, "partition": integer(j), "partitionable": boolean(True)}
+        d = _device(f"gpu-{gpu.index}-partition-{j}", part, memory, compute, shared)
+        d["consumesCounters"] = _consumes(cs, memory, compute)
+        devices.append(d)
+        records.append(DeviceRecord(d["name"], gpu.uuid, frozenset({j}), shareable=shared))
+    full_attrs = {**attrs, "partitionable": boolean(True), "full": boolean(True)}
+    full = _device(f"gpu-{gpu.index}-full", full_attrs, p.example_memory, p.example_compute, shared)
+    full["consumesCounters"] = _consumes(cs, p.example_memory, p.example_compute)
+    devices.append(full)
+    records.append(DeviceRecord(full["name"], gpu.uuid, frozenset(range(n)), shareable=shared))
+    counters = {"memory": quantity(p.example_memory)}
     if p.example_compute is not None:
-        cap["compute"] = _capacity(str(p.example_compute), "1", shared)
-    # AllowMultipleAllocations: ptr.To(p.allowMultipleAllocations), so false is sent too.
-    device: Obj = {
-        "name": f"gpu-{gpu.index}",
-        "attributes": attrs,
-        "allowMultipleAllocations": shared,
-        "capacity": cap,
-    }
-    rec = DeviceRecord(device["name"], gpu.uuid, frozenset({0}), shareable=shared)
-    return GpuDevices(gpu, (device,), (rec,))
+        counters["compute"] = quantity(str(p.example_compute))
+    return GpuDevices(gpu, tuple(devices), tuple(records), {"name": cs, "counters": counters})
+
+
+def _bytes(q: str) -> int:
+    """A BinarySI quantity the personality holds ("80Gi") in bytes."""
+    suffixes = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40}
+    for s, power in suffixes.items():
+        if q.endswith(s):
+            return int(q.removesuffix(s)) << power
+    return int(q)

@@ -9,8 +9,10 @@
         personality: nvidia-v0.4
         mig: {mode: static, layout: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb], gpus: [0, 1]}
         device_plugin: true             # legacy stack advertises nvidia.com/gpu here too
+        time_slicing_replicas: 4        # its sharing.timeSlicing replicas: gpus x 4 nvidia.com/gpu
         dra: true                       # false: a pool still on the device plugin alone (no slices)
         consumable_capacity: false      # shared devices (example driver only)
+        partitions: 0                   # N partitions + a full device per GPU (example driver only)
         device_status: false            # the kubelet plugin writes the claims' status.devices
         driver_version: "580.95.05"
         cuda_driver_version: "13.0"
@@ -24,6 +26,7 @@ Every error is one line naming the bad value and the valid choices.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +46,7 @@ MIG_MODES: tuple[str, ...] = ("none", "static", "dynamic")
 MAX_GPUS_PER_NODE = 32
 MAX_NODES_PER_FLEET = 5_000
 MAX_NODE_NAME = 253
+MAX_REPLICAS = 64  # time-slicing replicas per GPU, so a typo cannot advertise millions
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 # NVIDIA kernel-driver defaults (software installed on the node, not GPU hardware).
@@ -59,8 +63,10 @@ _POOL_FIELDS = (
     "personality",
     "mig",
     "device_plugin",
+    "time_slicing_replicas",
     "dra",
     "consumable_capacity",
+    "partitions",
     "device_status",
     "driver_version",
     "cuda_driver_version",
@@ -97,9 +103,14 @@ class Pool:
     personality: Personality
     mig: MigConfig = MigConfig()
     device_plugin: bool = False
+    # The device plugin's time-slicing (sharing.timeSlicing.resources[].replicas): it advertises
+    # gpus x replicas of nvidia.com/gpu, so that many pods share the GPUs (fake_driver.legacy).
+    time_slicing_replicas: int = 1
     # False: not migrated yet; the device plugin alone serves the pool, the driver publishes nothing.
     dra: bool = True
     consumable_capacity: bool = False
+    # --gpu-partitions: per GPU a counter set, N partition devices and a full one (example only).
+    partitions: int = 0
     # The kubelet plugin writes ResourceClaim status.devices (kubeletplugin/devicestatus.py).
     device_status: bool = False
     driver_version: str = DEFAULT_DRIVER_VERSION
@@ -224,9 +235,15 @@ def _pool(raw: Any, i: int, default_personality: str, source: str) -> Pool:
         )
     if consumable and mig.mode != "none":
         raise FleetError(f"{where}: consumable_capacity cannot be combined with MIG")
+    partitions = _partitions(raw, personality, mig, where)
     dra, device_plugin = _bool(raw, "dra", True, where), _bool(raw, "device_plugin", False, where)
-    if not dra and (not device_plugin or mig.mode != "none" or consumable):
+    if not dra and (not device_plugin or mig.mode != "none" or consumable or partitions):
         raise FleetError(f"{where}: dra: false is a device-plugin pool: it needs device_plugin: true, no mig")
+    replicas = _int(raw.get("time_slicing_replicas", 1), f"{where}: time_slicing_replicas", 1, MAX_REPLICAS)
+    if replicas > 1 and not device_plugin:
+        raise FleetError(
+            f"{where}: time_slicing_replicas is the device plugin's: it needs device_plugin: true"
+        )
     return Pool(
         name=name,
         node_names=nodes,
@@ -235,12 +252,43 @@ def _pool(raw: Any, i: int, default_personality: str, source: str) -> Pool:
         personality=personality,
         mig=mig,
         device_plugin=device_plugin,
+        time_slicing_replicas=replicas,
         dra=dra,
         consumable_capacity=consumable,
+        partitions=partitions,
         device_status=_bool(raw, "device_status", False, where),
-        driver_version=str(raw.get("driver_version", DEFAULT_DRIVER_VERSION)),
-        cuda_driver_version=str(raw.get("cuda_driver_version", DEFAULT_CUDA_DRIVER_VERSION)),
+        driver_version=_version(raw, "driver_version", DEFAULT_DRIVER_VERSION, where),
+        cuda_driver_version=_version(raw, "cuda_driver_version", DEFAULT_CUDA_DRIVER_VERSION, where),
     )
+
+
+# NVML's version text: one to three dot-separated numbers (semver() reads them as integers).
+_VERSION = re.compile(r"\d{1,9}(\.\d{1,9}){0,2}")
+
+
+def _version(raw: Mapping[str, Any], key: str, default: str, where: str) -> str:
+    """A YAML timestamp (or any non-version) here was a traceback in every reader of the fleet
+    (issue 41); a number (13.0) reads as its text, as before."""
+    value = raw.get(key, default)
+    text = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
+    if not _VERSION.fullmatch(text):
+        got = f"the YAML timestamp {value} (quote it)" if isinstance(value, datetime.date) else repr(value)
+        raise FleetError(f"{where}: {key} must be a version like {default}, got {got}")
+    return text
+
+
+def _partitions(raw: Mapping[str, Any], personality: Personality, mig: MigConfig, where: str) -> int:
+    # At most 80 (80Gi / 1Gi): a partition's memory must stay >= 1Gi (EX gpu.go memoryCapacity).
+    n = _int(raw.get("partitions", 0), f"{where}: partitions", 0, 80)
+    if n and not personality.supports_partitions:
+        capable = sorted(k for k, p in PERSONALITIES.items() if p.supports_partitions)
+        raise FleetError(
+            f"{where}: personality {personality.name} has no GPU partitions; "
+            f"personalities that do: {', '.join(capable)}"
+        )
+    if n and mig.mode != "none":
+        raise FleetError(f"{where}: partitions cannot be combined with MIG")
+    return n
 
 
 def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str) -> bool:

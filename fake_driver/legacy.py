@@ -10,16 +10,32 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fake_driver.fleet import Fleet
+from fake_driver.fleet import Fleet, Pool
 from fake_driver.kube import Obj, as_rest
 
-# NVIDIA/k8s-device-plugin resource name (time-slicing/MIG "mixed" strategies not simulated).
+# NVIDIA/k8s-device-plugin resource name (the MIG "mixed" strategy's names are not simulated).
 LEGACY_RESOURCE = "nvidia.com/gpu"
+# What GPU feature discovery labels a node with, per resource (NVIDIA/k8s-device-plugin
+# internal/lm/resource.go @ 02f65cca baseLabeler: `<resource>.count` is the physical devices,
+# `<resource>.replicas` the time-slicing replicas, 1 without sharing).
+COUNT_LABEL = f"{LEGACY_RESOURCE}.count"
+REPLICAS_LABEL = f"{LEGACY_RESOURCE}.replicas"
+
+
+def advertised_count(pool: Pool) -> int:
+    """What the plugin advertises for a pool's node: with time-slicing every GPU is `replicas`
+    devices (NVIDIA/k8s-device-plugin internal/rm/devices.go NewAnnotatedID `<uuid>::<i>`)."""
+    return pool.gpus * pool.time_slicing_replicas
 
 
 def device_plugin_nodes(fleet: Fleet) -> dict[str, int]:
-    """Nodes the fleet marks ``device_plugin: true`` and their GPU count."""
-    return {n.name: n.pool.gpus for n in fleet.nodes if n.pool.device_plugin}
+    """Nodes the fleet marks ``device_plugin: true`` and what the plugin advertises there."""
+    return {n.name: advertised_count(n.pool) for n in fleet.nodes if n.pool.device_plugin}
+
+
+def sharing_labels(pool: Pool) -> dict[str, str]:
+    """The labels GPU feature discovery sets for the pool's GPUs and their sharing."""
+    return {COUNT_LABEL: str(pool.gpus), REPLICAS_LABEL: str(pool.time_slicing_replicas)}
 
 
 def _status_patch(value: str | None) -> Obj:
@@ -29,13 +45,16 @@ def _status_patch(value: str | None) -> Obj:
 def advertise(
     api_client: Any, fleet: Fleet, nodes: Iterable[str] | None = None, count: int | None = None
 ) -> dict[str, int]:
-    """Advertise ``nvidia.com/gpu`` (default: the pool's GPU count) on ``nodes``
-    (default: the fleet's device_plugin nodes). Returns what was set."""
+    """Advertise ``nvidia.com/gpu`` (default: the pool's GPUs times its time-slicing replicas)
+    on ``nodes`` (default: the fleet's device_plugin nodes), with GPU feature discovery's count
+    and replicas labels. Returns what was set."""
     rest = as_rest(api_client)
-    targets = device_plugin_nodes(fleet) if nodes is None else {n: fleet.node(n).pool.gpus for n in nodes}
+    names = list(device_plugin_nodes(fleet)) if nodes is None else list(nodes)
     done: dict[str, int] = {}
-    for name, gpus in targets.items():
-        n = gpus if count is None else count
+    for name in names:
+        pool = fleet.node(name).pool
+        n = advertised_count(pool) if count is None else count
+        rest.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": sharing_labels(pool)}})
         rest.patch(f"/api/v1/nodes/{name}/status", _status_patch(str(n)))
         done[name] = n
     return done

@@ -140,6 +140,11 @@ class Personality:
     example_memory: str = "80Gi"
     example_compute: int | None = 100
     supports_consumable_capacity: bool = False  # gpuAllowMultipleAllocations (example)
+    supports_partitions: bool = False  # --gpu-partitions (example, from EX v0.3.0)
+    # --- slice layout -----------------------------------------------------------------
+    # Counter sets and devices in two slices, all counter sets in the first and all devices in
+    # the second (EX gpu.go EnumerateDevices @ v0.4.0), rather than one devices slice per GPU.
+    counters_then_devices_slice: bool = False
 
     @property
     def is_nvidia(self) -> bool:
@@ -219,10 +224,14 @@ _EXAMPLE_V0_4 = Personality(
     slice_name_scheme="index-driver-node",
     health_mode="none",
     supports_consumable_capacity=True,
+    supports_partitions=True,
+    counters_then_devices_slice=True,
 )
 
 PERSONALITIES: dict[str, Personality] = {p.name: p for p in (_V25_3, _V25_8, _V25_12, _V0_4, _EXAMPLE_V0_4)}
 
+# What a fleet file without `personality` gets: the standalone fake driver's default. The
+# repository's is versions.toml's default_personality (tests/test_versions.py keeps them one).
 DEFAULT_PERSONALITY = "nvidia-v25.12"
 
 

@@ -129,7 +129,7 @@ def render_node(
     pool = node.pool
     gpus = physical_gpus(node.name, pool.gpus)
     per_gpu = _apply_faults(pool, minor, _devices(pool, minor, gpus), faults)
-    bodies = _layout(per_gpu, minor)
+    bodies = _layout(per_gpu, minor, one_devices_slice=pool.personality.counters_then_devices_slice)
     _check_device_sizes(bodies)
     slices = _envelopes(node, bodies, generation, node_uid, stale=faults.stale_generation)
     records = tuple(r for g in per_gpu for r in g.records)
@@ -144,8 +144,9 @@ def _devices(pool: Pool, minor: Minor, gpus: Sequence[PhysicalGpu]) -> list[GpuD
     return [example_gpu(pool, g) for g in gpus]
 
 
-def _layout(per_gpu: Sequence[GpuDevices], minor: Minor) -> list[Body]:
-    """(sharedCounters, devices) per slice, in publishing order."""
+def _layout(per_gpu: Sequence[GpuDevices], minor: Minor, *, one_devices_slice: bool = False) -> list[Body]:
+    """(sharedCounters, devices) per slice, in publishing order. ``one_devices_slice``: every
+    GPU's devices in the same slice(s) after the counters (the example driver's layout)."""
     bodies: list[Body] = []
     if all(g.counter_set is None for g in per_gpu):
         # Legacy publishing: everything in one slice (split only past the API limit).
@@ -156,6 +157,9 @@ def _layout(per_gpu: Sequence[GpuDevices], minor: Minor) -> list[Body]:
         sets = [g.counter_set for g in per_gpu if g.counter_set is not None]
         for k in range(0, len(sets), apilimits.MAX_COUNTER_SETS_PER_SLICE):
             bodies.append((sets[k : k + apilimits.MAX_COUNTER_SETS_PER_SLICE], []))
+        if one_devices_slice:
+            devices = [d for g in per_gpu for d in g.devices]
+            return bodies + [(None, c) for c in _chunks(devices, _device_limit(devices, minor))]
         for g in per_gpu:
             bodies.extend((None, c) for c in _chunks(g.devices, _device_limit(g.devices, minor)))
         return bodies

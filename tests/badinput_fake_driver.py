@@ -64,6 +64,11 @@ FAKE_DRIVER = [
         "{name: p, count: 1, profile: t4, gpus: 64}",
         r"pool 'p': gpus must be an integer in \[1, 32\], got 64",
     ),
+    render(
+        "fd-fleet-million-replicas",
+        "{name: p, count: 1, profile: t4, gpus: 1, device_plugin: true, time_slicing_replicas: 1000000}",
+        r"pool 'p': time_slicing_replicas must be an integer in \[1, 64\], got 1000000",
+    ),
 ]
 
 

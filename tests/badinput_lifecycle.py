@@ -36,6 +36,45 @@ LIFECYCLE: list[Row] = [
         )
     ),
     Row("cluster-up-name-empty", ("cluster", "up", "--name", ""), 1, BAD_NAME),
+    # ---- a real driver on the real nodes (versions.toml [drivers]): checked before any build
+    Row(
+        "cluster-up-driver-without-real-nodes",
+        ("cluster", "up", "--driver", "example@v0.4.0"),
+        1,
+        r"^dra-harness: --driver runs on real nodes: give --real-nodes N too$",
+    ),
+    Row(
+        "cluster-up-driver-unknown",
+        ("cluster", "up", "--real-nodes", "1", "--driver", "nope@v1.0.0"),
+        1,
+        r"^dra-harness: unknown driver 'nope'; known: example@v0\.4\.0, nvidia@v0\.4\.1$",
+    ),
+    Row(
+        "cluster-up-driver-unknown-version",
+        ("cluster", "up", "--real-nodes", "1", "--driver", "example@v9.9.9"),
+        1,
+        r"^dra-harness: driver example has no version 'v9\.9\.9' in versions\.toml; known: v0\.2\.1, "
+        r"v0\.3\.0, v0\.4\.0$",
+    ),
+    Row(
+        "cluster-up-driver-version-dotdot",
+        ("cluster", "up", "--real-nodes", "1", "--driver", "example@../../x"),
+        1,
+        r"^dra-harness: driver example has no version '\.\./\.\./x' in versions\.toml",
+    ),
+    # The row's cache is empty: the driver is not built, so the line names the make target.
+    Row(
+        "cluster-up-driver-not-built",
+        ("cluster", "up", "--real-nodes", "1", "--driver", "example@v0.4.0"),
+        1,
+        r"^dra-harness: driver example@v0\.4\.0 is not built: run `make drivers DRIVER=example@v0\.4\.0`$",
+    ),
+    Row(
+        "parts-build-driver-outside-drivers",
+        ("parts", "build", "test", "--driver", "example@v0.4.0"),
+        1,
+        r"^dra-harness: --driver names drivers of the set `drivers` only$",
+    ),
     Row(
         "cluster-up-unknown-k",
         ("cluster", "up", "-k", "1.99"),
@@ -50,6 +89,30 @@ LIFECYCLE: list[Row] = [
         1,
         r"^dra-harness: the kubelet v1\.36\.\d+ is not built: run `dra-harness controlplane build -k 1\.36 "
         r"--nodes` \(or `make nodeparts K8S=1\.36`\)$",
+    ),
+    # --kubelet: checked before anything is built or started.
+    Row(
+        "cluster-up-kubelet-without-real-nodes",
+        ("cluster", "up", "--kubelet", "1.36"),
+        1,
+        r"^dra-harness: --kubelet 1\.36: give --real-nodes N too$",
+    ),
+    *(
+        Row(
+            f"cluster-up-kubelet-{label}",
+            ("cluster", "up", "-k", cluster, "--kubelet", kubelet, "--real-nodes", "1"),
+            1,
+            rf"^dra-harness: --kubelet {kubelet}: the version-skew policy lets a {cluster} control plane run "
+            rf"kubelets of {cluster} and up to 3 minors older \(https://kubernetes\.io/releases/"
+            r"version-skew-policy/\)$",
+        )
+        for label, cluster, kubelet in (("newer", "1.36", "1.37"), ("too-old", "1.38", "1.34"))
+    ),
+    Row(
+        "cluster-up-kubelet-unknown",
+        ("cluster", "up", "--kubelet", "1.99", "--real-nodes", "1"),
+        1,
+        r"^dra-harness: unknown Kubernetes version '1\.99'",
     ),
     *(
         Row(

@@ -1,5 +1,5 @@
 """The stand-in driver's rows of the bad-input catalogue (tests/test_bad_input.py):
-`python -m harness.qualify.standin up|down`, the command the README gives for trying qualify.
+`python -m harness.qualify.standin up|down`, the command docs/qualify.md gives for trying qualify.
 
 Two rows need an API server that answers: one that refuses every request (401), and one that
 already holds a `gpu.acme.example` DeviceClass it did not get from us (no owner label). A small

@@ -18,6 +18,7 @@ import pytest
 
 from harness.core.layout import REPORTS
 from tests.badinput import SUMMARY, Outcome, Row, files, run_row, summary, versions
+from tests.badinput_bounds import BOUNDS
 from tests.badinput_fake_driver import FAKE_DRIVER, NOT_A_DIR, PLUGINS, F
 from tests.badinput_hostile import HOSTILE
 from tests.badinput_lifecycle import LIFECYCLE
@@ -42,6 +43,18 @@ USAGE = [  # argparse: exit 2, one line, before anything runs
     Row("unknown-flag", ("versions", "--all"), 2, r"^dra-harness: error: unrecognized arguments: --all"),
     Row("args-after-dashdash", ("versions", "--", "-x"), 2, r"versions takes no arguments after --"),
     Row("controlplane-no-action", ("controlplane",), 2, r"required: action"),
+    Row(
+        "chart-no-action",
+        ("chart",),
+        2,
+        r"^dra-harness chart: error: the following arguments are required: action",
+    ),
+    Row(
+        "tool-unknown",
+        ("tool", "path", "kubectl"),
+        2,
+        r"^dra-harness tool path: error: argument name: invalid choice",
+    ),
     Row("controlplane-empty-k", ("controlplane", "build", "-k", ""), 2, r"--k8s-version: must not be empty"),
     Row("cluster-up-empty-k", ("cluster", "up", "-k", ""), 2, r"^dra-harness cluster up: error: .*must not"),
     Row("cluster-up-empty-g", ("cluster", "up", "-g", " "), 2, r"-g/--gates: must not be empty"),
@@ -66,7 +79,12 @@ USAGE = [  # argparse: exit 2, one line, before anything runs
     Row("matrix-xdist-negative", ("matrix", "-n", "-1"), 2, r"-n/--xdist: must be at least 0, got '-1'"),
     Row("matrix-empty-suite", ("matrix", "--suite", ""), 2, r"--suite: must not be empty"),
     Row("scan-empty-json", ("scan", "--json", ""), 2, r"--json: must not be empty"),
-    Row("qualify-no-driver", ("qualify", "--device-class", "c"), 2, r"required: --driver-name"),
+    Row(
+        "qualify-no-driver-name",
+        ("qualify", "--device-class", "c"),
+        1,
+        r"^dra-harness: qualify needs --driver-name and --device-class, or --driver-spec NAME@VERSION$",
+    ),
     Row("qualify-empty-class", ("qualify", "--driver-name", "d", "--device-class", ""), 2, r"must not be"),
     Row("scan-empty-kubeconfig", ("scan", "--kubeconfig", ""), 2, r"--kubeconfig: must not be empty"),
     Row("report-empty-out", ("report", "--out", ""), 2, r"--out: must not be empty"),
@@ -192,6 +210,14 @@ HARNESS = [  # checked input: exit 1, "dra-harness: <what is wrong>"
 
 VERSIONS = [  # a broken versions.toml: one line naming the file and the key
     Row(
+        "versions-tool-builds-another-command",
+        LIST,
+        1,
+        r"^dra-harness: .*versions.toml: \[tools.helm\]: module helm.sh/helm/v4/cmd/helmx builds 'helmx', "
+        r"not 'helm'$",
+        setup=versions(lambda t: t.replace('"helm.sh/helm/v4/cmd/helm"', '"helm.sh/helm/v4/cmd/helmx"')),
+    ),
+    Row(
         "versions-not-utf8",
         LIST,
         1,
@@ -290,6 +316,7 @@ ROWS = [
     *CLUSTER_UPGRADE,
     *STANDIN_ROWS,
     *HOSTILE,
+    *BOUNDS,
 ]
 BY_ID = {row.id: row for row in ROWS}
 

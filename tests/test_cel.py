@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from harness.kit import cel
 from harness.kit.cel import Outcome, count_matches, evaluate
 
 DRIVER = "gpu.nvidia.com"
@@ -82,4 +85,43 @@ def test_count_matches_requires_every_selector() -> None:
     counts = count_matches(
         ['device.driver == "gpu.nvidia.com"', 'device.attributes["gpu.nvidia.com"].index >= 0'], devices
     )
-    assert counts == {Outcome.MATCH: 1, Outcome.NO_MATCH: 1, Outcome.RUNTIME_ERROR: 1, Outcome.UNKNOWN: 0}
+    assert counts == {
+        Outcome.MATCH: 1,
+        Outcome.NO_MATCH: 1,
+        Outcome.RUNTIME_ERROR: 1,
+        Outcome.UNKNOWN: 0,
+        Outcome.OVER_LIMIT: 0,
+    }
+
+
+TEN = "[" + ",".join(str(i) for i in range(10)) + "]"
+
+
+def nested(depth: int, body: str = "true") -> str:
+    """A selector the API server accepts that is built to be slow: `depth` macros nested over a
+    list of ten, 10**depth evaluations of the body."""
+    return "".join(f"{TEN}.all(v{i}, " for i in range(depth)) + body + ")" * depth
+
+
+def test_a_selector_built_to_be_slow_is_not_evaluated_past_the_limit() -> None:
+    """Issue 41: one took 180 s on 32 devices; now its limit once, then not evaluated again."""
+    expression = nested(6, 'device.driver == "gpu.nvidia.com"')
+    devices = [(DRIVER, "n1", {**H100, "name": f"gpu-{i}"}) for i in range(32)]
+    started = time.monotonic()
+    counts = count_matches([expression], devices)
+    took = time.monotonic() - started
+    assert counts[Outcome.OVER_LIMIT] == 32, counts
+    assert took < cel.TIME_LIMIT + 5, f"32 devices took {took:.1f} s"
+    assert evaluate(expression, DRIVER, H100) == cel.Result(
+        Outcome.OVER_LIMIT, f"over the cost limit: more than {cel.TIME_LIMIT:g} s"
+    )
+    assert cel.over_limit(['device.driver == "x"', expression]) == evaluate(expression, DRIVER, H100).detail
+
+
+def test_the_cost_limit_counts_every_node_macros_included(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cel, "_OVER", {})
+    monkeypatch.setattr(cel, "COST_LIMIT", 500)
+    assert evaluate(nested(1), DRIVER, H100).outcome is Outcome.MATCH  # ten bodies: well under 500
+    assert evaluate(nested(3), DRIVER, H100) == cel.Result(
+        Outcome.OVER_LIMIT, "over the cost limit: more than 500 steps"
+    )

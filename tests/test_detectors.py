@@ -13,7 +13,6 @@ from harness.kit.checks.detectors import (
     detect_bridge_unavailable,
     detect_double_stack,
     detect_selectors_matching_nothing,
-    detect_unmapped_legacy_requests,
     requested_extended_resources,
 )
 
@@ -96,16 +95,6 @@ def test_requested_extended_resources_sum_containers_and_max_init() -> None:
     assert requested_extended_resources(p) == {GPU: 3, "example.com/nic": 1}
 
 
-def test_unmapped_legacy_requests_are_blocking_unless_a_node_still_serves_them() -> None:
-    pods = [pod("legacy", {GPU: "1"}), pod("done", {GPU: "1"}, phase="Succeeded")]
-    blocking = detect_unmapped_legacy_requests(pods, [], [node("dra", 0)])
-    served = detect_unmapped_legacy_requests(pods, [], [node("dp", 8)])
-    mapped = detect_unmapped_legacy_requests(pods, [GPU_CLASS], [node("dra", 0)])
-    assert [(f.subject, f.severity) for f in blocking] == [("pod/ns/legacy", Severity.BLOCKING)]
-    assert [(f.subject, f.severity) for f in served] == [("pod/ns/legacy", Severity.WARNING)]
-    assert mapped == []
-
-
 def test_bridge_support_by_version_and_gate() -> None:
     assert [f.check for f in detect_bridge_unavailable((1, 35), {"DRAExtendedResource": False})] == [
         "bridge-support"
@@ -130,6 +119,21 @@ def test_selectors_that_match_nothing_or_fail_at_runtime() -> None:
         "deviceclass/index": ("selector-runtime-error", Severity.BLOCKING),
         "deviceclass/exotic": ("selector-runtime-error", Severity.BLOCKING),
     }
+
+
+def test_a_selector_over_the_cost_limit_is_not_judged() -> None:
+    ten = "[" + ",".join(str(i) for i in range(10)) + "]"
+    slow = "".join(f"{ten}.exists(v{i}, " for i in range(6)) + "false" + ")" * 6  # 10**6 bodies
+    (found,) = detect_selectors_matching_nothing([dclass("slow", slow)], [slice_("n", 4)])
+    assert (found.check, found.severity, found.subject) == (
+        "selector-not-evaluated",
+        Severity.WARNING,
+        "deviceclass/slow",
+    )
+    assert found.message == (
+        "its selector was not evaluated: over the cost limit: more than 1 s; not judged "
+        '(kube-scheduler stops a selector at 1,000,000 cost units: "actual cost limit exceeded")'
+    )
 
 
 def test_accounting_per_pool() -> None:

@@ -120,7 +120,7 @@ def test_missing_kind_binary_is_one_line_saying_how_to_get_it(monkeypatch: pytes
         find_binary("kind", None, "DRA_HARNESS_KIND", kind_mod.kind_hint(MATRIX))
     assert str(err.value) == (
         f"kind not found on PATH (nor $DRA_HARNESS_KIND): install it with "
-        f"`go install sigs.k8s.io/kind@{MATRIX.kind_version}` (README: The kind path)"
+        f"`go install sigs.k8s.io/kind@{MATRIX.kind_version}` (docs/kind.md)"
     )
 
 

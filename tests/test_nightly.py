@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.nightly import Entry, compare, load_baseline, load_tonight
+from harness.nightly import Entry, compare, history, load_baseline, load_tonight
+from harness.nightly.night import CellNight, Night, TestRun
 from harness.reports.summary import SummaryError, git_commit, read_summary
 from tests.cli import run_cli
 from tests.nightly_data import NEW, OLD, PREV, TIMEOUT, night_one, night_two, record, write_night
@@ -308,3 +309,44 @@ def test_a_malformed_run_fact_is_one_line_naming_the_field(
 def test_commit_is_unknown_outside_a_checkout(tmp_path: Path) -> None:
     assert git_commit(tmp_path) == "unknown"
     assert len(git_commit().removesuffix("-dirty")) == 40
+
+
+def test_report_history_lays_the_nights_side_by_side_and_draws_only_what_moved(tmp_path: Path) -> None:
+    one = write_night(tmp_path / "one", night_one())
+    two = write_night(tmp_path / "two", night_two())
+    assert run_cli("report", "--merge", str(one / "cells"), "--out", str(tmp_path / "r1")).returncode == 0
+    done = run_cli(
+        "report", "--merge", str(two / "cells"), "--out", str(tmp_path / "r2"),
+        "--baseline", str(tmp_path / "r1"), "--history", str(tmp_path / "r1"),
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (3, "")
+    doc = json.loads((tmp_path / "r2" / "readiness.json").read_text())
+    grid = doc["baseline"]["history"]
+    assert grid["nights"] == [str(tmp_path / "r1"), "tonight"]
+    rows = {(r["cell"], r["test"]): r["outcomes"] for r in grid["rows"]}
+    assert rows[(NEW, GANG)] == ["passed", "failed"]
+    assert rows[(PREV, EXT)] == ["failed", "passed"]
+    assert rows[(OLD, DYN)] == ["failed", "failed"]
+    assert rows[(OLD, LIFE)] == ["passed", "skipped"]
+    assert (NEW, SMOKE) not in rows  # passed both nights: counted, not drawn
+    assert grid["steady"] == len({(c, t) for c, t in _all_tests()}) - len(rows)
+    md = (tmp_path / "r2" / "readiness.md").read_text()
+    assert md.index("## Since the baseline") < md.index("## History") < md.index("Checks over all cells")
+    assert f"| {NEW} | `{GANG}` | passed | failed |" in md
+    html = (tmp_path / "r2" / "readiness.html").read_text()
+    assert '<section id="history"' in html
+    assert '<td title="failed" style="background:#cf222e; color:#fff; text-align:center">F</td>' in html
+
+
+def _all_tests() -> set[tuple[str, str]]:
+    return {(c, r.nodeid) for night in (night_one(), night_two()) for c, recs in night.items() for r in recs}
+
+
+def test_a_flaky_pass_is_its_own_square_in_the_history() -> None:
+    flaky = Night()
+    flaky.add(CellNight(NEW, "x", {GANG: TestRun("passed", 1.0, "", "call: boom")}))
+    steady = Night()
+    steady.add(CellNight(NEW, "y", {GANG: TestRun("passed", 1.0)}))
+    grid = history([("monday", steady), ("tuesday", flaky), ("tonight", steady)])
+    assert [(r.cell, r.test, r.outcomes) for r in grid.rows] == [(NEW, GANG, ("passed", "flaky", "passed"))]
+    assert grid.steady == 0

@@ -4,14 +4,19 @@ selectors, choosing nodes from an inventory, stand-in pool specs, the attribute 
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import subprocess
+import sys
 
 import pytest
 
 from harness.core.requirements import Kind, Reason
+from harness.core.versions import REPO_ROOT
 from harness.kit.fleet_inventory import Inventory, NodeDevices, choose, parse_selector
-from harness.qualify.capabilities import CAPABILITIES, Verdict, decide
+from harness.qualify.capabilities import ABOUT_THE_CLUSTER, CAPABILITIES, Verdict, decide, deciding, undecided
 from harness.qualify.inventory import inventory
 from harness.qualify.preflight import version_problem
+from harness.qualify.run import DEFAULT_SUITES
 from harness.qualify.standin import StandinPool, device_classes, renamed
 from harness.reports.summary import TestRecord
 
@@ -120,3 +125,41 @@ def test_inventory_lists_names_and_types_per_kind_against_the_closest_personalit
     assert kind.personality.startswith("nvidia-")
     assert "productName" in kind.missing
     assert kind.extra == []
+
+
+def _collected(*paths: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *paths, "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    nodeids = [line for line in done.stdout.splitlines() if line.startswith("suites/")]
+    assert nodeids, done.stdout + done.stderr
+    return nodeids
+
+
+def test_every_test_qualify_runs_decides_one_capability_or_is_declared_the_clusters() -> None:
+    nodeids = _collected(*DEFAULT_SUITES)
+    assert undecided(nodeids, DEFAULT_SUITES) == [], (
+        "give these tests a capability in CAPABILITIES, or a reason in ABOUT_THE_CLUSTER "
+        "(harness/qualify/capabilities.py)"
+    )
+    several = {n: deciding(n) for n in nodeids if len(deciding(n)) > 1}
+    assert several == {}
+    stale = [
+        p
+        for p in [*ABOUT_THE_CLUSTER, *(p for cap in CAPABILITIES for p in cap.tests)]
+        if not any(fnmatch.fnmatch(n, p) for n in nodeids)
+    ]
+    assert stale == [], "these patterns match no test qualify runs"
+
+
+def test_a_new_suite_file_deciding_nothing_is_named() -> None:
+    new = "suites/bridging/test_something_new.py::test_x"
+    assert undecided([new, "suites/smoke/test_y.py::test_z"], DEFAULT_SUITES) == [new]
+    assert deciding("suites/bridging/test_extended_resource_name.py::test_a") == []
+    assert deciding("suites/bridging/test_bridge_unavailable.py::test_a") == []
+    assert deciding("suites/mig/test_prioritized_scoring.py::test_a") == ["prioritized-list"]

@@ -123,6 +123,24 @@ def test_a_skip_that_does_not_matter_is_skip_or_leaves_pass() -> None:
     assert (both.status, both.detail) == (Status.PASS, "1 of 2 passed (1 not applicable here)")
 
 
+def test_a_part_not_built_here_is_said_so_not_called_not_applicable() -> None:
+    unbuilt = Reason(Kind.NOT_BUILT, text="the kubelet v1.38.0-beta.0 cannot be built: iptables-wrappers 403")
+    inverse = Reason(
+        Kind.FEATURE_GATE, False, minor="1.37", profile="dra-all", gate="DRAExtendedResource", state=True
+    )
+    check = CHECK_IDS["bridging"]
+    alone = evaluate(check, [rec(EXT, "skipped", unbuilt)])
+    assert (alone.status, alone.detail) == (
+        Status.SKIP,
+        "not built here: the kubelet v1.38.0-beta.0 cannot be built: iptables-wrappers 403",
+    )
+    mixed = evaluate(check, [rec(EXT, "skipped", unbuilt), rec(LIFE, "skipped", inverse)])
+    assert mixed.detail == (
+        "not applicable: covers cells where feature gate DRAExtendedResource is off; it is on in "
+        "1.37/dra-all; not built here: the kubelet v1.38.0-beta.0 cannot be built: iptables-wrappers 403"
+    )
+
+
 def test_a_skip_without_reasons_is_skip_whatever_its_wording() -> None:
     worded = rec(GANG, "skipped", "needs feature gate GenericWorkload, off in 1.36/defaults")
     assert skip_meaning(CHECK_IDS["gang"], worded) == (Status.SKIP, "")
@@ -214,6 +232,14 @@ KIND_OUTCOMES: dict[Kind, list[tuple[Reason, str, Status, Status]]] = {
                 Kind.FLEET, device_class="gpu.example.com", need="MIG devices", text="2 node(s): a (8), b (8)"
             ),
             "needs MIG devices of class gpu.example.com; the fleet has 2 node(s): a (8), b (8)",
+            Status.SKIP,
+            Status.SKIP,
+        )
+    ],
+    Kind.NOT_BUILT: [
+        (
+            Reason(Kind.NOT_BUILT, text="the kubelet v1.37.2 is not built: run `make nodeparts K8S=1.37`"),
+            "the kubelet v1.37.2 is not built: run `make nodeparts K8S=1.37`",
             Status.SKIP,
             Status.SKIP,
         )

@@ -12,7 +12,7 @@ from harness.readiness import CHECKS, build_report, evaluate, evaluate_cell, ren
 from harness.readiness.catalog import CHECK_IDS
 from harness.readiness.inputs import load_cost
 from harness.readiness.model import CellReport, ReportError, upgrades
-from harness.reports.summary import write_summary
+from harness.reports.summary import what_was_tested, write_summary
 from tests.cli import run_cli
 from tests.readiness_data import (
     BENCH,
@@ -182,9 +182,54 @@ def test_render_writes_html_markdown_and_json_with_the_same_statuses(tmp_path: P
     assert "| gang | PASS | PASS | PASS | FAIL |" in md
     assert "| accounting | \u2013 | \u2013 | \u2013 | \u2013 |" in md  # no test of it ran
     assert "matrix run x: 4 cell(s) in 123s wall" in md
+    fake = (
+        "the harness's fake driver imitating nvidia-v25.12 (driver name gpu.nvidia.com), "
+        "not a vendor's driver"
+    )
+    assert f"**Tested:** {fake}, on simulated nodes (kwok) of a local control plane;" in md
+    assert f"<strong>Tested:</strong> {fake.replace(chr(39), '&#39;')}, on simulated nodes" in html
+    assert data["cells"][0]["tested"].startswith("the harness's fake driver imitating ")
     assert "matrix run x: 4 cell(s) in 123s wall" in html
     assert data["heatmap"]["1.36/nvidia-v25.12/dra-all"]["gang"] == "FAIL"
     assert data["cost"]["rows"][1]["metrics"] == {"schedule all (s)": 63.25, "objects written": 2000.0}
+
+
+@pytest.mark.parametrize(
+    ("cell", "line"),
+    [
+        (
+            {"driver": "gpu.nvidia.com", "personality": "nvidia-v0.4", "nodes": "real"},
+            "the harness's fake driver imitating nvidia-v0.4 (driver name gpu.nvidia.com), not a vendor's "
+            "driver, on real kubelets of a local control plane",
+        ),
+        (
+            {
+                "driver": "gpu.example.com",
+                "personality": "external",
+                "nodes": "existing",
+                "driver_release": "sigs.k8s.io/dra-example-driver v0.4.0",
+            },
+            "the driver gpu.example.com (sigs.k8s.io/dra-example-driver v0.4.0), on the nodes of the "
+            "cluster the kubeconfig names",
+        ),
+        (
+            {
+                "driver": "gpu.vendor.com",
+                "personality": "external",
+                "nodes": "existing",
+                "driver_release": "",
+            },
+            "the driver gpu.vendor.com (release not given), on the nodes of the cluster the kubeconfig names",
+        ),
+        # a summary.json written before the keys existed: no nodes part, no guess
+        (
+            {"driver": "gpu.nvidia.com", "personality": "external"},
+            "the driver gpu.nvidia.com (release not given)",
+        ),
+    ],
+)
+def test_the_header_says_which_driver_on_which_nodes_was_tested(cell: dict[str, str], line: str) -> None:
+    assert what_was_tested(cell) == line
 
 
 def test_render_escapes_html_in_test_messages(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""The README's layout section names every package and module under harness/, and nothing that
-is not there: the table is checked against the tree, so it cannot drift from it."""
+"""The layout page (docs/layout.md, linked from the README) names every package and module under
+harness/, and nothing that is not there: the table is checked against the tree, so it cannot
+drift from it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ CODE = re.compile(r"`([^`]+)`")
 
 
 def _layout_section() -> str:
-    text = (REPO_ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "docs" / "layout.md").read_text()
     start = text.index("\n## Layout\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else None]
@@ -49,12 +50,12 @@ def _tree_modules() -> list[str]:
 
 def test_the_readme_layout_lists_every_harness_package_and_module() -> None:
     missing = sorted(set(_tree_modules()) - set(_readme_modules()))
-    assert missing == [], "add these to the README's layout table (## Layout)"
+    assert missing == [], "add these to the layout table (docs/layout.md)"
 
 
 def test_the_readme_layout_lists_nothing_that_is_not_under_harness() -> None:
     gone = sorted(set(_readme_modules()) - set(_tree_modules()))
-    assert gone == [], "the README's layout table lists these; harness/ has no such module"
+    assert gone == [], "docs/layout.md's table lists these; harness/ has no such module"
 
 
 def test_the_readme_layout_lists_each_module_once() -> None:

@@ -3,6 +3,7 @@ reads), and a pool asking for a kubelet that is not built gets one line saying h
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -66,6 +67,20 @@ def test_a_pool_of_a_minor_whose_kubelet_is_not_built_is_one_line(
         f"`dra-harness controlplane build -k {minor.name} --nodes` (or `make nodeparts K8S={minor.name}`)"
     )
     assert cluster.components == {}
+
+
+def test_a_kubelet_versions_toml_calls_unavailable_is_refused_with_its_reason_before_any_go_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A synthetic minor: whether a real one's kubelet can be built changes with the module proxy.
+    matrix = load_matrix()
+    minor = dataclasses.replace(matrix.minor(matrix.default_minor), kubelet_unavailable="a module is missing")
+    monkeypatch.setattr(nodeparts, "check_go", lambda *_: pytest.fail("go was asked"))
+    expected = f"the kubelet {minor.kubernetes} cannot be built: a module is missing"
+    for refused in (lambda: nodeparts.ensure_kubelet(minor), lambda: nodeparts.node_parts(minor, matrix)):
+        with pytest.raises(HarnessError) as err:
+            refused()
+        assert str(err.value) == expected
 
 
 @pytest.mark.parametrize(

@@ -73,4 +73,7 @@ def test_matrix_passes_what_follows_the_dashes_to_every_cell(
     monkeypatch.setattr(matrix, "run_matrix", fake_matrix)
     monkeypatch.setattr(matrix, "REPORTS", tmp_path)
     assert cli.main(["matrix", "-n", "2", "--no-report", "--", "-x", "--lf"]) == 0
-    assert (seen["paths"], seen["extra"]) == (["suites"], ["-n", "2", "-x", "--lf"])
+    # a failed test runs once more by default (flakes counted: issue 38)
+    assert (seen["paths"], seen["extra"]) == (["suites"], ["-n", "2", "--reruns", "1", "-x", "--lf"])
+    assert cli.main(["matrix", "--reruns", "0", "--no-report", "--", "-x"]) == 0
+    assert seen["extra"] == ["-x"]

@@ -7,16 +7,20 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from harness.kit.checks.detectors import Severity, detect_ambiguous_mappings, mapping_claimants
+from harness.kit.kube import Obj
 from harness.scan.checks import (
     NO_POOL,
     Status,
     bridging_statements,
     check_results,
     detect_pools,
+    gates_statement,
     render_junit,
 )
-from harness.scan.cluster import run_checks
+from harness.scan.cluster import ScanResult, run_checks
+from harness.scan.render import render_markdown
 from harness.scan.state import ClusterState
+from harness.scan.target import newer_kubelets
 
 GPU = "nvidia.com/gpu"
 DRIVER = "gpu.nvidia.com"
@@ -168,3 +172,62 @@ def test_every_check_is_listed_and_the_junit_file_has_one_case_each() -> None:
     assert failure.get("type") == "BLOCKING"
     assert cases["api-removal"].find("skipped") is not None
     assert cases["bridge-support"].find("failure") is None
+
+
+def test_a_downgrade_target_names_kubelets_newer_than_it() -> None:
+    def node(name: str, version: str) -> Obj:
+        return {"metadata": {"name": name}, "status": {"nodeInfo": {"kubeletVersion": version}}}
+
+    found = newer_kubelets([node("a", "v1.37.2"), node("b", "v1.36.3"), node("c", "fake")], "1.36")
+    assert [(f.check, f.severity, f.subject, f.message) for f in found] == [
+        (
+            "kubelet-newer",
+            Severity.BLOCKING,
+            "node/a",
+            "kubelet v1.37.2 would be newer than kube-apiserver 1.36",
+        )
+    ]
+
+
+def _result(st: ClusterState) -> ScanResult:
+    pools = detect_pools(st.nodes)
+    findings = run_checks(st, GPU, pools, [DRIVER])
+    return ScanResult(
+        st, findings, pools, check_results(st, findings, GPU, None), bridging_statements(st, pools, True)
+    )
+
+
+def test_the_gates_statement_lists_dra_gates_on_and_off_or_says_none_are_visible() -> None:
+    gates = {
+        "DRAExtendedResource": True,
+        "DRAPartitionableDevices": False,
+        "GenericWorkload": True,
+        "Other": True,
+    }
+    assert gates_statement(state(gates=gates)) == (
+        "DRA gates (kube-apiserver): on: DRAExtendedResource, GenericWorkload; off: DRAPartitionableDevices"
+    )
+    assert gates_statement(state(gates={})).startswith("DRA gates: not visible")
+
+
+def test_markdown_has_the_verdict_every_check_and_the_findings_with_their_fixes() -> None:
+    st = state(
+        nodes=[node("gke-a", {"cloud.google.com/gke-nodepool": "gpu-pool"})],
+        slices=[slice_("gke-a")],
+        classes=[GPU_CLASS, STANDIN],
+        pods=[pod("waiting")],
+    )
+    result = _result(st)
+    md = render_markdown(result)
+    lines = md.splitlines()
+    assert lines[0] == "### dra-harness scan: NOT READY"
+    assert "- DRA gates (kube-apiserver): on: DRAExtendedResource; off: none" in lines
+    checks_at, findings_at = (
+        lines.index("| status | check | why |"),
+        lines.index("| severity | check | subject | finding | fix |"),
+    )
+    check_rows = [line for line in lines[checks_at + 2 : findings_at] if line.startswith("| ")]
+    assert [r.split(" | ")[1] for r in check_rows] == [c.check for c in result.checks]
+    rows = lines[findings_at + 2 :]
+    [ambiguous] = [r for r in rows if r.startswith("| BLOCKING | ambiguous-mapping | extendedresource/")]
+    assert ambiguous.count(" | ") == 4  # severity, check, subject, finding, fix: no unescaped pipe

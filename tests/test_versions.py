@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fake_driver.personalities import DEFAULT_PERSONALITY
 from harness.core.errors import HarnessError
 from harness.core.versions import VersionsError, load_matrix, parse_matrix
 
@@ -37,6 +38,10 @@ def test_the_repository_matrix_covers_1_34_to_1_38_with_both_profiles() -> None:
     assert all(set(m.profiles) == {"defaults", "dra-all"} for m in matrix.minors.values())
     # 1.38 is not released: the default stays on 1.37.
     assert (matrix.default_minor, matrix.default_profile) == ("1.37", "dra-all")
+
+
+def test_the_fake_drivers_own_default_personality_is_the_repositorys() -> None:
+    assert load_matrix().default_personality == DEFAULT_PERSONALITY
 
 
 def test_only_1_38_builds_with_a_go_toolchain_of_its_own() -> None:
@@ -125,3 +130,23 @@ def test_malformed_matrix_fails_with_one_line(broken: str, message: str) -> None
         parse_matrix(broken)
     assert isinstance(err.value, HarnessError)
     assert "\n" not in str(err.value)
+
+
+def test_the_tools_are_pinned_go_commands() -> None:
+    tools = load_matrix().tools
+    assert {n: (t.module, t.version) for n, t in tools.items()} == {
+        "helm": ("helm.sh/helm/v4/cmd/helm", "v4.3.2"),
+        "actionlint": ("github.com/rhysd/actionlint/cmd/actionlint", "v1.7.12"),
+    }
+
+
+def test_a_tool_whose_module_builds_another_command_is_refused_with_one_line() -> None:
+    bad = GOOD + '\n[tools.helm]\nmodule = "helm.sh/helm/v4/cmd/helmx"\nversion = "v4.3.2"\n'
+    with pytest.raises(VersionsError) as err:
+        parse_matrix(bad)
+    assert str(err.value) == (
+        "versions.toml: [tools.helm]: module helm.sh/helm/v4/cmd/helmx builds 'helmx', not 'helm'"
+    )
+    with pytest.raises(VersionsError) as err:
+        parse_matrix(GOOD).tool("helm")
+    assert str(err.value) == "versions.toml [tools] has no 'helm'; it has none"

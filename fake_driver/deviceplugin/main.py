@@ -2,8 +2,9 @@
 
     python -m fake_driver.deviceplugin --node-name "$NODE_NAME" --fleet /etc/fake-driver/fleet.yaml
 
-Registers ``nvidia.com/gpu`` with the kubelet and re-registers whenever the kubelet's socket
-is recreated (a kubelet restart forgets every device plugin), until SIGTERM.
+Registers ``nvidia.com/gpu`` (the pool's GPUs times its time_slicing_replicas) with the kubelet
+and re-registers whenever the kubelet's socket is recreated (a kubelet restart forgets every
+device plugin), until SIGTERM.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     kubelet = args.plugin_dir / KUBELET_SOCKET
     registered: tuple[int, int] | None = None
     with DevicePluginServer(node, plugin_dir=args.plugin_dir) as server:
-        print(f"serving {server.socket} with {len(server.gpus)} devices", flush=True)
+        print(f"serving {server.socket} with {len(server.health)} devices", flush=True)
         while not stop.is_set():
             current = _identity(kubelet)
             if current is not None and current != registered:

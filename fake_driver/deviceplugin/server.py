@@ -4,7 +4,9 @@
     <plugin_dir>/nvidia-gpu.sock      our v1beta1.DevicePlugin
 
 Device IDs are the GPU UUIDs (NVIDIA's default), taken from the same rendering as the DRA
-slices, so the ledger can see one physical GPU advertised by both stacks.
+slices, so the ledger can see one physical GPU advertised by both stacks. With the pool's
+time-slicing replicas N > 1 every GPU is N devices `<uuid>::<i>` (NVIDIA/k8s-device-plugin
+internal/rm/devices.go NewAnnotatedID), and a container given several of one GPU sees it once.
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ KUBELET_SOCKET = "kubelet.sock"
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+
+
+def replica_ids(uuid: str, replicas: int) -> list[str]:
+    """The device IDs the plugin advertises for one GPU."""
+    return [uuid] if replicas == 1 else [f"{uuid}::{i}" for i in range(replicas)]
+
+
+def physical_id(device_id: str) -> str:
+    return device_id.split("::", 1)[0]
 
 
 def socket_name(resource: str) -> str:
@@ -82,7 +93,8 @@ class _Service:
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"invalid allocation request for '{self.owner.resource}': unknown device: {unknown[0]}",
                 )
-            resp.container_responses.add(envs={VISIBLE_DEVICES_ENV: ",".join(req.devices_ids)})
+            gpus = dict.fromkeys(physical_id(d) for d in req.devices_ids)
+            resp.container_responses.add(envs={VISIBLE_DEVICES_ENV: ",".join(gpus)})
         return resp
 
     def PreStartContainer(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -102,7 +114,8 @@ class DevicePluginServer:
         self.plugin_dir = plugin_dir
         self.socket = plugin_dir / socket_name(resource)
         self.gpus: tuple[PhysicalGpu, ...] = physical_gpus(node.name, node.pool.gpus)
-        self.health: dict[str, str] = {g.uuid: HEALTHY for g in self.gpus}
+        replicas = node.pool.time_slicing_replicas
+        self.health: dict[str, str] = {i: HEALTHY for g in self.gpus for i in replica_ids(g.uuid, replicas)}
         self._changed = threading.Condition()
         self._generation = 0
         self._stopping = False
@@ -140,12 +153,14 @@ class DevicePluginServer:
             ) from None
 
     def set_health(self, uuids: Sequence[str], healthy: bool) -> None:
-        """Mark GPUs (un)healthy; ListAndWatch streams send the new list."""
+        """Mark GPUs (every replica of each) (un)healthy; ListAndWatch streams send the new list."""
         with self._changed:
             for u in uuids:
-                if u not in self.health:
+                ids = [i for i in self.health if physical_id(i) == u]
+                if not ids:
                     raise FakeDriverError(f"unknown device {u!r} on node {self.node.name}")
-                self.health[u] = HEALTHY if healthy else UNHEALTHY
+                for i in ids:
+                    self.health[i] = HEALTHY if healthy else UNHEALTHY
             self._generation += 1
             self._changed.notify_all()
 

@@ -11,6 +11,7 @@ from typing import TypeAlias
 
 from fake_driver.cliargs import OneLineParser, nonempty
 from harness.cli.upgrade import cmd_cluster_upgrade
+from harness.core.errors import HarnessError
 from harness.core.versions import load_matrix
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[OneLineParser]"
@@ -21,7 +22,15 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     from harness.clusters.named import lifecycle as named
 
     fleet = None if args.no_fleet else Path(args.fleet) if args.fleet else gpufleet.DEMO_FLEET
-    record, already = named.start(args.name, args.k8s_version, args.gates, args.real_nodes, fleet)
+    record, already = named.start(
+        args.name,
+        args.k8s_version,
+        args.gates,
+        args.real_nodes,
+        fleet,
+        args.driver or "",
+        kubelet=args.kubelet,
+    )
     how = "is already running" if already else "is ready"
     print(
         f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
@@ -45,7 +54,7 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 def cmd_cluster_status(args: argparse.Namespace) -> int:
     from harness.clusters.named import gpufleet
     from harness.clusters.named import lifecycle as named
-    from harness.kit.kube import Kube
+    from harness.kit.kube import API_ERRORS, Kube
 
     record = named.running(args.name)
     if record is None:
@@ -59,11 +68,18 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     if record.phase.startswith("upgrading"):  # its API server may be down: no pool table
         print(f"# pools after the step; `dra-harness cluster status --name {args.name}` again")
         return 0
+    if record.phase.startswith("unresponsive"):  # the supervisor's last /readyz went unanswered
+        raise HarnessError(f"cluster {args.name!r} is {record.phase}")
+    kube = Kube.from_kubeconfig(record.kubeconfig)
+    try:  # each request bounded: a stopped (SIGSTOP) API server is one line, not a traceback
+        pools = gpufleet.fleet_status(kube)
+    except API_ERRORS as err:
+        raise HarnessError(f"cluster {args.name!r}: {kube.failure(err, 'the pool listing')}") from None
     print(
         f"{'POOL':<16}{'NODES':>7}{'READY':>7}{'DRA DEVICES':>13}{'ALLOCATED':>11}"
         f"{'nvidia.com/gpu':>16}{'REQUESTED':>11}"
     )
-    for p in gpufleet.fleet_status(Kube.from_kubeconfig(record.kubeconfig)):
+    for p in pools:
         print(
             f"{p.pool:<16}{p.nodes:>7}{p.ready:>7}{p.published:>13}{p.allocated:>11}{p.legacy:>16}{p.legacy_requested:>11}"
         )
@@ -155,6 +171,19 @@ def add_cluster_parsers(sub: Subparsers) -> None:
                 default=0,
                 metavar="N",
                 help="N real nodes (kubelet + containerd, make nodeparts), besides kwok pools",
+            )
+            p.add_argument(
+                "--driver",
+                type=nonempty,
+                metavar="NAME@VERSION",
+                help="a real DRA driver's plugin on the real nodes instead of the fake one, 4 devices "
+                "each (versions.toml [drivers]; make drivers), e.g. example@v0.4.0",
+            )
+            p.add_argument(
+                "--kubelet",
+                type=nonempty,
+                metavar="MINOR",
+                help="the real nodes' kubelet minor: the cluster's (default) or up to 3 older",
             )
             fleet = p.add_mutually_exclusive_group()
             fleet.add_argument(

@@ -2,11 +2,13 @@
 
     dra-harness versions                       the matrix in versions.toml, what is built here
     dra-harness parts build test [--list]      what `make test` needs, built side by side, timed
+    dra-harness parts build drivers [--driver example@v0.4.0]   real DRA drivers' kubelet plugins
     dra-harness controlplane build [-k 1.34]   build (or reuse) the control-plane binary
         [--nodes]                              ... and the real nodes' kubelet, containerd, images
     dra-harness cluster up|down|status         a local cluster to poke at with kubectl
     dra-harness cluster upgrade --to 1.37      ... its control plane, one minor up or down, in place
         [--real-nodes N]                       ... with N real nodes (kubelet, containerd, fake driver)
+        [--kubelet 1.37]                       ... whose kubelet is of an older minor (skew policy)
     dra-harness run [-n 4] [PATH...] [-- ARGS] the main job: suites on the default cell, reports
     dra-harness matrix [--cells ...] [-j 2]    the suites on many cells in parallel, then the report
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON), night.json
@@ -29,16 +31,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_float, positive_int
+from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_int
 from fake_driver.errors import end_quietly_on_broken_pipe
 from harness.cli.bench import add_bench_curve_parser, add_bench_parser
+from harness.cli.chart import add_chart_parsers
 from harness.cli.cluster import Subparsers, add_cluster_parsers
+from harness.cli.fleet import add_fleet_parser
 from harness.cli.qualify import add_qualify_parser
+from harness.cli.report import add_report_parser
 from harness.cli.upgrade import add_upgrade_parser
 from harness.clusters.host.processes import one_line_errors
 from harness.controlplane.build import controlplane_built, ensure_controlplane, ensure_kwok
 from harness.core.errors import HarnessError
-from harness.core.outputs import check_output
+from harness.core.outputs import check_output, check_report_args
 from harness.core.versions import load_matrix
 
 # xdist workers of `run` on one cluster: most of a suite test is waiting on the cluster, so
@@ -72,10 +77,12 @@ def cmd_versions(_: argparse.Namespace) -> int:
 
 def cmd_parts_build(args: argparse.Namespace) -> int:
     """`dra-harness parts build test`: every part of the set, two lanes side by side, a table."""
-    from harness.cli.parts import build_parts, check_budget, parts_for, render_outcomes
+    from harness.cli.parts import build_parts, check_budget, driver_parts, parts_for, render_outcomes
 
     matrix = load_matrix()
-    parts = parts_for(args.set, matrix)
+    if args.driver and args.set != "drivers":
+        raise HarnessError("--driver names drivers of the set `drivers` only")
+    parts = driver_parts(args.driver) if args.driver else parts_for(args.set, matrix)
     check_budget(parts, matrix)
     if args.list:
         print("\n".join(f"{p.name}  ({p.lane})" for p in parts))
@@ -121,10 +128,17 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from harness.scan.checks import render_junit
     from harness.scan.cluster import exit_code as scan_exit_code
     from harness.scan.cluster import render_json, render_text, scan
+    from harness.scan.render import render_markdown
 
+    if args.print_clusterrole:
+        from harness.scan.cluster import clusterrole_yaml
+
+        print(clusterrole_yaml(), end="")
+        return 0
     kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
     kubeconfig_files(kubeconfig)  # `a:b` merged; a FIFO or /dev/zero refused unread
-    outputs = {flag: Path(value) for flag, value in (("--json", args.json), ("--junit", args.junit)) if value}
+    given = (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown))
+    outputs = {flag: Path(value) for flag, value in given if value}
     for flag, out in outputs.items():
         check_output(out, flag)
     if args.target:
@@ -134,6 +148,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     written = {
         "--json": lambda: render_json(result),
         "--junit": lambda: render_junit(result.checks, result.state.git_version),
+        "--markdown": lambda: render_markdown(result),
     }
     for flag, out in outputs.items():
         out.parent.mkdir(parents=True, exist_ok=True)  # checked above: it can be made
@@ -141,10 +156,16 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return scan_exit_code(result.findings)
 
 
+def _reruns(args: argparse.Namespace) -> list[str]:
+    """pytest-rerunfailures: a failed test runs again in a fresh namespace; a pass then is
+    recorded as flaky (summary.json `rerun`), never as a plain pass."""
+    return ["--reruns", str(args.reruns)] if args.reruns else []
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.cli.run import run_suites
 
-    extra = [*(["-n", str(args.xdist)] if args.xdist else []), *args.pytest_args]
+    extra = [*(["-n", str(args.xdist)] if args.xdist else []), *_reruns(args), *args.pytest_args]
     return run_suites(args.k8s_version, args.gates, args.paths, extra)
 
 
@@ -166,7 +187,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         raise HarnessError(f"--versions {args.versions} is for --list only: the suites read {VERSIONS_FILE}")
     paths = resolve_test_paths(args.suite) if args.suite else ["suites"]
     check_output(m.REPORTS, "reports directory", directory=True)
-    extra = [*(["-n", str(args.xdist)] if args.xdist else []), *args.pytest_args]
+    extra = [*(["-n", str(args.xdist)] if args.xdist else []), *_reruns(args), *args.pytest_args]
     result = m.run_matrix(matrix, cells, jobs=args.jobs, paths=paths, extra=extra)
     for run in result.runs:
         print(f"{run.cell.id:<34} {run.state:<11} {run.wall_seconds:6.0f}s  exit {run.exit_code}")
@@ -178,45 +199,6 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             print(f"report: {path}")
     print(f"reports: {result.out}")
     return result.exit_code
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    """The readiness report and night.json (tonight's merged result, the next baseline); with
-    --baseline, the report opens on the diff and the exit code is 3 on a new failure."""
-    from harness import nightly
-    from harness.core.layout import REPORTS, latest_matrix_run, new_run_id
-    from harness.readiness import Lead, write_report
-    from harness.reports.summary import ReportFile, write_report_files
-
-    if args.merge:
-        dirs = [Path(d) for d in args.merge]
-        out = Path(args.out) if args.out else REPORTS / f"merged-{new_run_id()}"
-    else:
-        dirs = [Path(args.dir) if args.dir else latest_matrix_run(REPORTS)]
-        out = Path(args.out) if args.out else dirs[0]
-    check_output(out, "--out", directory=True)
-    if args.slower_by is not None and not args.baseline:
-        raise HarnessError("--slower-by compares durations with a --baseline; give one")
-    tonight = nightly.load_tonight(dirs)  # two artifacts claiming one cell: one line, exit 1
-    diff, lead = None, None
-    if args.baseline:
-        baseline = nightly.load_baseline(Path(args.baseline))
-        diff = nightly.compare(tonight, baseline, args.slower_by or nightly.DEFAULT_SLOWER_BY)
-        shown = nightly.render_diff(diff, " ".join(str(d) for d in dirs), args.baseline)
-        lead = Lead("baseline", shown.html, shown.md, shown.json)
-    bench = Path(args.bench) if args.bench else None
-    written = write_report(dirs, out, bench=bench, rehearsals=[Path(u) for u in args.upgrade], lead=lead)
-    extra: dict[str, ReportFile] = {nightly.NIGHT_JSON: tonight.to_json()}
-    if lead is not None:
-        extra["baseline.md"] = lead.md  # for a CI job summary
-    for path in [*written, *write_report_files(out, extra)]:
-        print(f"report: {path}")
-    if diff is None:
-        return 0
-    print(diff.headline())
-    for e in diff.of("new failure"):
-        print(f"new failure: {e.cell} {e.test}")
-    return diff.exit_code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -242,9 +224,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pb = parts.add_parser("build", help="build a set of parts side by side and print what each took")
     pb.add_argument(
-        "set", choices=("test", "kind"), help="test: what `make test` needs; kind: the kind engine"
+        "set",
+        choices=("test", "kind", "drivers"),
+        help="test: what `make test` needs; kind: the kind engine; drivers: real DRA drivers",
     )
     pb.add_argument("--list", action="store_true", help="list the set's parts, build nothing")
+    pb.add_argument(
+        "--driver",
+        action="append",
+        default=[],
+        type=nonempty,
+        metavar="NAME@VERSION",
+        help="drivers: only these (e.g. example@v0.4.0; default: every version in versions.toml)",
+    )
     pb.set_defaults(func=cmd_parts_build)
     budget = parts.add_parser("budget", help="what this cache built, against versions.toml [budget]")
     budget.add_argument(
@@ -257,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     _run_parsers(sub)
     add_bench_parser(sub)
     add_bench_curve_parser(sub)
+    add_chart_parsers(sub)
     return parser
 
 
@@ -279,6 +272,12 @@ def _scan_parser(sub: Subparsers) -> None:
     )
     scan.add_argument("--json", type=nonempty, help="also write the checks and findings as JSON here")
     scan.add_argument("--junit", type=nonempty, help="also write JUnit XML here: one test case per check")
+    scan.add_argument("--markdown", type=nonempty, help="also write Markdown here (a PR comment's body)")
+    scan.add_argument(
+        "--print-clusterrole",
+        action="store_true",
+        help="print the read-only ClusterRole the scan needs (deploy/scan/clusterrole.yaml) and exit",
+    )
     scan.add_argument(
         "--target", type=nonempty, help="also the pre-upgrade findings for this minor, e.g. 1.37"
     )
@@ -297,6 +296,12 @@ def _run_parsers(sub: Subparsers) -> None:
         default=RUN_WORKERS,
         help=f"pytest-xdist workers on the one session cluster (default {RUN_WORKERS}; 0: one process)",
     )
+    run.add_argument(
+        "--reruns",
+        type=nonnegative_int,
+        default=0,
+        help="run a failed test again this many times; a later pass is reported FLAKY (default 0)",
+    )
     run.set_defaults(func=cmd_run)
 
     mx = sub.add_parser("matrix", help="run the suites on many cells in parallel, then the readiness report")
@@ -308,6 +313,12 @@ def _run_parsers(sub: Subparsers) -> None:
     )
     mx.add_argument("-j", "--jobs", type=positive_int, default=2, help="cells at a time (default 2)")
     mx.add_argument("-n", "--xdist", type=nonnegative_int, default=0, help="pytest-xdist workers per cell")
+    mx.add_argument(
+        "--reruns",
+        type=nonnegative_int,
+        default=1,
+        help="run a failed test again this many times; a later pass is reported FLAKY (default 1)",
+    )
     mx.add_argument("--suite", action="append", type=nonempty, help="test paths per cell (default: suites)")
     mx.add_argument("--list", action="store_true", help="print the selected cells and exit")
     mx.add_argument("--json", action="store_true", help="with --list: as a CI job matrix ({include: [...]})")
@@ -316,31 +327,10 @@ def _run_parsers(sub: Subparsers) -> None:
     mx.set_defaults(func=cmd_matrix)  # after --: passed to every cell's pytest
 
     add_qualify_parser(sub)
+    add_fleet_parser(sub)
     add_upgrade_parser(sub)
 
-    rp = sub.add_parser("report", help="the readiness report of a matrix run, or merged from several")
-    rp.add_argument("dir", nargs="?", type=nonempty, help="a matrix run (default: the latest in reports/out)")
-    rp.add_argument("--merge", nargs="+", type=nonempty, metavar="DIR", help="cell or run directories")
-    rp.add_argument("--upgrade", action="append", type=nonempty, default=[], help="`upgrade` report dirs")
-    rp.add_argument(
-        "--out", type=nonempty, help="report directory (default: DIR, or reports/out/merged-<id>)"
-    )
-    rp.add_argument("--bench", type=nonempty, help="scale benchmark JSON (default: reports/out/bench/scale*)")
-    rp.add_argument(
-        "--baseline",
-        type=nonempty,
-        metavar="PREVIOUS",
-        help="a previous report's directory or night.json (or its cells' directories): the report "
-        "opens on what changed since; exit 3 on a new failure",
-    )
-    rp.add_argument(
-        "--slower-by",
-        type=positive_float,
-        metavar="PERCENT",
-        help="a test that passed on both nights is slower when it took this much longer and at least "
-        "2 s more (default: 50)",
-    )
-    rp.set_defaults(func=cmd_report)
+    add_report_parser(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -353,6 +343,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return end_quietly_on_broken_pipe()
 
 
+def kubectl_dra_scan() -> int:
+    """`kubectl dra-scan ...` (kubectl runs `kubectl-dra_scan` from PATH with the rest of the
+    line): `dra-harness scan ...`, on the current context of $KUBECONFIG or ~/.kube/config."""
+    return main(["scan", *sys.argv[1:]])
+
+
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     split = argv.index("--") if "--" in argv else len(argv)  # the rest is pytest's
@@ -360,6 +356,10 @@ def _main(argv: list[str]) -> int:
     args.pytest_args = argv[split + 1 :]
     if args.pytest_args and args.command not in ("run", "matrix"):
         parser.error(f"{args.command} takes no arguments after --; only run and matrix pass them to pytest")
+    try:
+        check_report_args(args.pytest_args)  # before a cluster starts, not pytest's INTERNALERROR
+    except HarnessError as err:
+        parser.error(str(err))
     return one_line_errors(lambda: int(args.func(args)))
 
 

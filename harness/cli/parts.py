@@ -31,6 +31,7 @@ from harness.controlplane.build import (
     kwok_path,
 )
 from harness.controlplane.buildlog import log_build, measured_builds
+from harness.controlplane.driverparts import driver_built, ensure_driver, part_name
 from harness.controlplane.nodeparts import (
     containerd_built,
     ensure_busybox,
@@ -40,6 +41,8 @@ from harness.controlplane.nodeparts import (
     kubelet_built,
 )
 from harness.controlplane.schedperf import ensure_schedperf, schedperf_dir
+from harness.controlplane.tools import ensure_tool, go_install_tool, named_tool_path
+from harness.core.drivers import DriverSpec, driver_ref, load_drivers
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT, Matrix, Minor
 
@@ -134,7 +137,7 @@ def _kind_version(bindir: Path) -> str | None:
 def _kind_parts(matrix: Matrix) -> list[Part]:
     # Imported here: the kind image code is only needed by the sets that build it.
     from harness.clusters.kind.images.binaries import ensure_node_binaries
-    from harness.clusters.kind.images.cpimages import COREDNS_MODULE, go_install_tool, kubeadm_images
+    from harness.clusters.kind.images.cpimages import COREDNS_MODULE, kubeadm_images
     from harness.clusters.kind.images.node import build_images
     from harness.clusters.kind.images.rootfs import ensure_rootfs, kind_pins
 
@@ -197,8 +200,35 @@ def _kubelet_part(minor: Minor, lane: str) -> Part:
     )
 
 
+def _tool_part(name: str) -> Part:
+    """versions.toml [tools.<name>]."""
+    return Part(
+        name, GO_B, lambda progress: ensure_tool(name, progress), built=lambda: named_tool_path(name).exists()
+    )
+
+
+def _driver_part(spec: DriverSpec, version: str, lane: str) -> Part:
+    return Part(
+        part_name(spec, version),
+        lane,
+        lambda progress: ensure_driver(spec, version, progress),
+        built=lambda: driver_built(spec, version) is not None,
+    )
+
+
+def driver_parts(refs: Iterable[str] = ()) -> list[Part]:
+    """`example@v0.4.0`, ...: those drivers' plugins; none named: every version of every driver
+    in versions.toml [drivers], side by side in both Go lanes."""
+    pairs = [driver_ref(r) for r in refs] or [
+        (spec, v) for spec in load_drivers().values() for v in spec.versions
+    ]
+    return [_driver_part(spec, v, (GO_A, GO_B)[i % 2]) for i, (spec, v) in enumerate(pairs)]
+
+
 def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
     """The parts of a set, in the order each lane builds them. `test`: what `make test` needs."""
+    if set_name == "drivers":
+        return driver_parts()
     if set_name not in SETS:
         raise HarnessError(f"unknown part set {set_name!r}: one of {', '.join(SETS)}")
     packages = host_packages(matrix, set_name)
@@ -250,13 +280,20 @@ def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
             lambda p: (ensure_pause(default, p), ensure_busybox(matrix)),
             after=("apt packages",),
         ),
+        # make lint builds it before the parts (so it is cached here); helm is not a part of
+        # `make test` (~13 min cold): `make test-chart` builds it
+        _tool_part("actionlint"),
     ]
-    parts = [apt, *lane_a, *lane_b]
+    # The real drivers `make test` qualifies (versions.toml [test] drivers): in the io lane,
+    # which waits on the network and the disk most of the time.
+    drivers = [_driver_part(*driver_ref(ref), IO) for ref in matrix.test_drivers]
+    parts = [apt, *lane_a, *lane_b, *drivers]
     return [*parts, kind, *_kind_parts(matrix)]
 
 
-# test: what `make test` needs; kind: the kind engine's packages and kind itself.
-SETS = ("test", "kind")
+# test: what `make test` needs; kind: the kind engine's packages and kind itself; drivers:
+# every real driver at every version versions.toml pins.
+SETS = ("test", "kind", "drivers")
 
 
 def check_budget(parts: Iterable[Part], matrix: Matrix) -> None:

@@ -4,15 +4,37 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 from fake_driver.cliargs import nonempty
 
 
-def cmd_qualify(args: argparse.Namespace) -> int:
-    from harness.qualify.run import DEFAULT_SUITES, QualifyRequest, qualify
+def _from_spec(args: argparse.Namespace) -> None:
+    """--driver-spec NAME@VERSION: what versions.toml [drivers] knows of the driver fills
+    every option the user left out (its chart's class is named after the driver)."""
+    from harness.core.drivers import driver_ref
+    from harness.core.errors import HarnessError
 
+    if args.driver_spec:
+        spec, version = driver_ref(args.driver_spec)
+        args.driver_name = args.driver_name or spec.driver_name
+        args.device_class = args.device_class or spec.driver_name
+        if spec.maps_extended_resource(version):
+            args.extended_resource = args.extended_resource or spec.extended_resource
+        args.container_command = args.container_command or shlex.join(spec.container_view.command)
+        args.container_device_pattern = args.container_device_pattern or spec.container_view.pattern
+        args.driver_release = args.driver_release or f"{spec.module} {version}"
+    if not args.driver_name or not args.device_class:
+        raise HarnessError("qualify needs --driver-name and --device-class, or --driver-spec NAME@VERSION")
+    args.extended_resource = args.extended_resource or "nvidia.com/gpu"
+
+
+def cmd_qualify(args: argparse.Namespace) -> int:
+    from harness.qualify.run import DEFAULT_SUITES, ContainerViewArgs, QualifyRequest, qualify
+
+    _from_spec(args)
     kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
     req = QualifyRequest(
         kubeconfig,
@@ -22,6 +44,10 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         args.node_selector,
         tuple(args.suite) if args.suite else DEFAULT_SUITES,
         Path(args.out) if args.out else None,
+        ContainerViewArgs(
+            args.container_command or "", args.container_device_pattern or "", args.container_image or ""
+        ),
+        args.driver_release or "",
     )
     return qualify(req)
 
@@ -33,12 +59,32 @@ def add_qualify_parser(sub: Any) -> None:
     )
     q.add_argument("--kubeconfig", type=nonempty, help="default: $KUBECONFIG, then ~/.kube/config")
     q.add_argument(
-        "--driver-name", type=nonempty, required=True, help="the driver's name, e.g. gpu.nvidia.com"
+        "--driver-spec",
+        type=nonempty,
+        metavar="NAME@VERSION",
+        help="a driver versions.toml [drivers] knows (example@v0.4.0): fills the options below",
     )
-    q.add_argument("--device-class", type=nonempty, required=True, help="the DeviceClass of its GPUs")
+    q.add_argument("--driver-name", type=nonempty, help="the driver's name, e.g. gpu.nvidia.com")
     q.add_argument(
-        "--extended-resource", type=nonempty, default="nvidia.com/gpu", help="legacy resource name"
+        "--driver-release",
+        type=nonempty,
+        help="what the driver is, e.g. its image and tag (the report's header; --driver-spec fills it)",
     )
+    q.add_argument("--device-class", type=nonempty, help="the DeviceClass of its GPUs")
+    q.add_argument(
+        "--extended-resource", type=nonempty, help="legacy resource name (default: nvidia.com/gpu)"
+    )
+    q.add_argument(
+        "--container-command",
+        type=nonempty,
+        help="node side: the command a container runs to show its devices (e.g. env)",
+    )
+    q.add_argument(
+        "--container-device-pattern",
+        type=nonempty,
+        help="node side: a regex with a (?P<device>...) group, one match per device in that output",
+    )
+    q.add_argument("--container-image", type=nonempty, help="node side: the image to run")
     q.add_argument("--node-selector", default="", help="key=value[,key=value]: the nodes tests may use")
     q.add_argument(
         "--suite", action="append", type=nonempty, help="test paths (default: the driver's suites)"

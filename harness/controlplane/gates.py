@@ -15,6 +15,14 @@ from pathlib import Path
 from harness.core.errors import HarnessError
 from harness.core.versions import GateProfile, Minor
 
+# The feature gates a DRA report lists (name prefixes): DRA's own and the gang's.
+DRA_GATES = ("DRA", "DynamicResourceAllocation", "GangScheduling", "GenericWorkload")
+
+
+def dra_gates(gates: dict[str, bool]) -> dict[str, bool]:
+    """The DRA gates among `gates` (the API server's kubernetes_feature_enabled), sorted."""
+    return {g: on for g, on in sorted(gates.items()) if g.startswith(DRA_GATES)}
+
 
 @dataclass(frozen=True)
 class KnownGate:

@@ -51,6 +51,29 @@ def bridge_reaches_nodes_a_device_plugin_left(version: Version) -> bool:
     return version >= (1, 35)
 
 
+def device_plugin_wins_where_it_advertises(version: Version) -> bool:
+    """On a node that serves one extended resource name both ways (the device plugin's
+    allocatable > 0 and DRA devices of a DeviceClass mapping the name), does kube-scheduler give a
+    pod asking for the name the device plugin's devices, with no scheduler-created claim
+    (kubernetes#139141)?
+
+    1.34.4: yes, and already when the name is listed at all (even at 0: the leftover rule,
+    bridge_reaches_nodes_a_device_plugin_left): pkg/scheduler/framework/plugins/noderesources/
+    fit.go lines 480-483 leave a request to DRA only `!okScalar`, and dynamicresources/
+    dynamicresources.go lines 797-803 request 0 devices for a name the node lists ("node provides
+    the resource via device plugin").
+    1.35.4: yes: noderesources/fit.go shouldDelegateResourceToDRA line 248 (`allocatable > 0`:
+    not delegated); dynamicresources/extendeddynamicresources.go lines 241-247 claim devices only
+    `isBackedByDRA && allocatable == 0`.
+    1.36.3: the same, fit.go line 280 and extendeddynamicresources.go lines 240-246.
+    1.37.2: the same, fit.go line 279 and extendeddynamicresources.go lines 241-247.
+    1.38.0-beta.0: the same, the delegation moved to noderesources/../helper/resource_fit.go
+    ShouldDelegateResourceToDRA line 49; extendeddynamicresources.go lines 241-247.
+    Asserted by suites/bridging/test_mixed_pools.py (the `on-both` pod) on every minor.
+    """
+    return version >= (1, 34)
+
+
 def init_containers_reuse_bridged_devices(version: Version) -> bool:
     """Do init containers reuse the devices of the long-lived containers in a bridged pod's
     claim (requests sized as kubelet sizes resources: max(init, sum of containers))?

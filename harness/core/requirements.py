@@ -22,6 +22,9 @@ class Kind(enum.StrEnum):
     # What the installed driver's fleet lacks for the test (external driver): device_class,
     # need (e.g. ">= 4 devices", "MIG devices"), text (what the fleet has).
     FLEET = "fleet"
+    # A part this machine has not built, or cannot build (the 1.38 kubelet): text says which
+    # and how to build it. Says nothing about the platform; the reports call it "not built here".
+    NOT_BUILT = "not_built"
 
 
 class Capability(enum.StrEnum):

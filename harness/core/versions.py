@@ -95,6 +95,18 @@ class NodeParts:
 
 
 @dataclass(frozen=True)
+class GoTool:
+    """A command built with `go install <module>@<version>` (versions.toml [tools])."""
+
+    module: str
+    version: str
+
+    @property
+    def name(self) -> str:
+        return self.module.rsplit("/", 1)[1]
+
+
+@dataclass(frozen=True)
 class Matrix:
     default_minor: str
     default_profile: str
@@ -110,9 +122,19 @@ class Matrix:
     test_controlplanes: tuple[str, ...] = ()
     test_kubelets: tuple[str, ...] = ()
     test_apt: tuple[str, ...] = ()
+    test_drivers: tuple[str, ...] = ()  # driver@version refs make test builds and qualifies
     # [budget]: each part's cold build seconds on this kind of machine (make test-fresh).
     budget: dict[str, int] = field(default_factory=dict)
     budget_minutes: int = 45
+    # [tools]: Go commands the project runs (helm, actionlint), pinned.
+    tools: dict[str, GoTool] = field(default_factory=dict)
+
+    def tool(self, name: str) -> GoTool:
+        try:
+            return self.tools[name]
+        except KeyError:
+            known = ", ".join(self.tools) or "none"
+            raise VersionsError(f"versions.toml [tools] has no {name!r}; it has {known}") from None
 
     def minor(self, name: str) -> Minor:
         name = name.removeprefix("v")
@@ -215,6 +237,7 @@ def _test_and_budget(data: dict[str, Any], source: str, minors: dict[str, Minor]
         "test_controlplanes": _names(test, "controlplanes", where),
         "test_kubelets": _names(test, "kubelets", where),
         "test_apt": _names(test, "apt", where),
+        "test_drivers": _names(test, "drivers", where),
     }
     for name in (*fields["test_controlplanes"], *fields["test_kubelets"]):
         if name not in minors:
@@ -229,6 +252,19 @@ def _test_and_budget(data: dict[str, Any], source: str, minors: dict[str, Minor]
     if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes <= 0:
         raise VersionsError(f"{source}: [budget] total_minutes must be a positive whole number")
     return fields | {"budget": dict(seconds), "budget_minutes": minutes}
+
+
+def _tools(data: dict[str, Any], source: str) -> dict[str, GoTool]:
+    tools = {}
+    for name, table in _table(data, "tools", source, optional=True).items():
+        where = f"{source}: [tools.{name}]"
+        if not isinstance(table, dict):
+            raise VersionsError(f"{where} must be a table with module and version")
+        tool = GoTool(_str(table, "module", where), _str(table, "version", where))
+        if tool.name != name:
+            raise VersionsError(f"{where}: module {tool.module} builds {tool.name!r}, not {name!r}")
+        tools[name] = tool
+    return tools
 
 
 def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
@@ -257,6 +293,7 @@ def parse_matrix(text: str, source: str = "versions.toml") -> Matrix:
         default_cells=tuple(cells),
         nodes=_nodes(data, source),
         kind_engine_apt=_names(kind, "engine_apt", f"{source}: [kind]"),
+        tools=_tools(data, source),
         **_test_and_budget(data, source, minors),
     )
     try:

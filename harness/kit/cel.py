@@ -5,19 +5,27 @@ The scheduler evaluates `device.driver`, `device.attributes[<domain>].<name>` an
 ResourceSlice device and evaluates an expression with the Kubernetes CEL extensions the
 selectors use most (`quantity()`, `semver()`, `compareTo`, `isGreaterThan`, ...). An
 expression it cannot evaluate yields `Outcome.UNKNOWN` with the reason — never a guess.
+
+Evaluation is bounded as kube-scheduler bounds it: a cost limit per evaluation (one unit per
+AST node evaluated, a model of cel-go's runtime cost) and a time limit; an expression over
+either is `Outcome.OVER_LIMIT`, and is not evaluated again in this process (a selector built to
+be slow costs its limit once per scan, not once per device).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import celpy
+import lark
 from celpy import celtypes
-from celpy.evaluation import CELEvalError
+from celpy.evaluation import Activation, CELEvalError, Evaluator
 
 from harness.kit.kube import Obj, parse_quantity
 
@@ -27,6 +35,16 @@ class Outcome(enum.Enum):
     NO_MATCH = "no-match"
     RUNTIME_ERROR = "runtime-error"  # e.g. an attribute the device does not have
     UNKNOWN = "unknown"  # this evaluator cannot tell (unsupported function or syntax)
+    OVER_LIMIT = "over-limit"  # not evaluated: over the cost or time limit
+
+
+# The scheduler's runtime cost limit per selector evaluation (k8s.io/api@v0.37.2
+# resource/v1/types.go CELSelectorExpressionMaxCost, applied by k8s.io/dynamic-resource-allocation
+# @v0.37.2 cel/compile.go as cel.CostLimit); that file reckons it "roughly 0.1 second" in Go.
+COST_LIMIT = 1_000_000
+# cel-python walks the tree in Python, far slower than cel-go: the time limit is what bounds it.
+TIME_LIMIT = 1.0  # seconds per evaluation
+_OVER: dict[str, str] = {}  # expression -> which limit it went over (this process)
 
 
 @dataclass(frozen=True)
@@ -135,23 +153,80 @@ def _nested(data: dict[str, dict[str, Any]]) -> celtypes.MapType:
     )
 
 
-def evaluate(expression: str, driver: str, device: Obj) -> Result:
+class _OverLimit(Exception):
+    pass
+
+
+class _Budget:
+    """What one evaluation may still spend; once over, every further step raises again (celpy
+    turns some exceptions into CEL errors and goes on)."""
+
+    def __init__(self, cost: int, seconds: float) -> None:
+        self.left, self.deadline, self.over = cost, time.monotonic() + seconds, ""
+
+    def charge(self) -> None:
+        if not self.over:
+            self.left -= 1
+            if self.left < 0:
+                self.over = f"over the cost limit: more than {COST_LIMIT:,} steps"
+            elif self.left % 256 == 0 and time.monotonic() > self.deadline:
+                self.over = f"over the cost limit: more than {TIME_LIMIT:g} s"
+        if self.over:
+            raise _OverLimit(self.over)
+
+
+class _BoundedEvaluator(Evaluator):
+    """celpy's tree-walking evaluator, charged one unit per node, macros included."""
+
+    def __init__(self, ast: lark.Tree[Any], activation: Activation, budget: _Budget) -> None:
+        super().__init__(ast, activation=activation)
+        self.budget = budget
+
+    def _visit_tree(self, tree: lark.Tree[Any]) -> Any:  # lark's one entry for every node visited
+        self.budget.charge()
+        return super()._visit_tree(tree)
+
+    def sub_evaluator(self, ast: lark.Tree[Any]) -> Evaluator:
+        return _BoundedEvaluator(ast, self.activation, self.budget)
+
+
+@functools.lru_cache(maxsize=256)
+def _program(expression: str) -> Any:
     env = celpy.Environment()
+    return env.program(env.compile(expression), functions=FUNCTIONS)
+
+
+def evaluate(expression: str, driver: str, device: Obj) -> Result:
+    if expression in _OVER:
+        return Result(Outcome.OVER_LIMIT, _OVER[expression])
     try:
-        program = env.program(env.compile(expression), functions=FUNCTIONS)
+        program = _program(expression)
     except Exception as err:  # celpy's parser raises several types; all mean "cannot evaluate"
         return Result(Outcome.UNKNOWN, f"cannot compile: {err}")
+    budget = _Budget(COST_LIMIT, TIME_LIMIT)
+    value: Any = None
     try:
-        value = program.evaluate(device_activation(driver, device))
+        evaluator = _BoundedEvaluator(program.ast, program.new_activation(), budget)
+        value = evaluator.evaluate(device_activation(driver, device))
     except CELEvalError as err:
-        return Result(Outcome.RUNTIME_ERROR, str(err.args[0]) if err.args else str(err))
+        value = err  # judged below, as a returned one is
+    except _OverLimit:
+        pass
     except Exception as err:  # an extension this evaluator lacks, a type it does not model
         return Result(Outcome.UNKNOWN, f"{type(err).__name__}: {err}")
+    if budget.over:
+        _OVER[expression] = budget.over
+        return Result(Outcome.OVER_LIMIT, budget.over)
     if isinstance(value, CELEvalError):
         return Result(Outcome.RUNTIME_ERROR, str(value.args[0]) if value.args else str(value))
     if not isinstance(value, bool | celtypes.BoolType):
         return Result(Outcome.UNKNOWN, f"expression returned {type(value).__name__}, not bool")
     return Result(Outcome.MATCH if value else Outcome.NO_MATCH)
+
+
+def over_limit(expressions: Iterable[str]) -> str:
+    """Why one of these expressions was not evaluated (over a limit), or ""."""
+    return next((_OVER[e] for e in expressions if e in _OVER), "")
 
 
 def published_devices(slices: Iterable[Obj]) -> list[tuple[str, str, Obj]]:

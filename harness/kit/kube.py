@@ -11,6 +11,7 @@ import builtins
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -158,6 +159,17 @@ class Kube:
     ) -> builtins.list[Obj]:
         items = self.resource(api_version, kind).get(namespace=namespace, **selectors).to_dict()["items"]
         return list(items)
+
+    def pages(self, api_version: str, kind: str, limit: int = 500) -> Iterator[Obj]:
+        """Every object of a cluster-wide list, read `limit` at a time (limit/continue), so
+        a 5,000-node cluster is never one response in memory."""
+        res, token = self.resource(api_version, kind), None
+        while True:
+            page = res.get(limit=limit, _continue=token).to_dict()
+            yield from page["items"]
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
 
     def create(self, body: Obj, namespace: str | None = None) -> Obj:
         res = self.resource(body["apiVersion"], body["kind"])

@@ -5,7 +5,8 @@ CDI spec the driver wrote for a claim."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 
 from harness.core.errors import HarnessError
 from harness.kit import builders as b
@@ -14,6 +15,7 @@ from harness.kit.waits import TIMEOUTS, wait_for
 
 # The busybox image the harness builds and imports on every real node (never pulled).
 ENV_COMMAND = ["sh", "-c", "env | sort; echo ---; exec sleep 3600"]
+END_MARKER = "--- end of the device view ---"
 _CALL = re.compile(
     r"^dra_grpc_operations_duration_seconds_count\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$", re.MULTILINE
 )
@@ -39,6 +41,26 @@ def env_pod(
     return pod
 
 
+def view_container(name: str, image: str, command: Sequence[str], claims: Sequence[str] = ()) -> Obj:
+    """A container that runs `command` (how a driver shows a container its devices: env, ls
+    /dev, ...), prints the end marker, then idles; with `claims` (pod claim names)."""
+    script = f"{shlex.join(command)}; echo {END_MARKER}; exec sleep 3600"
+    container = b.container(name, claims=claims)
+    return container | {"image": image, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", script]}
+
+
+def container_output(kube: Kube, namespace: str, pod: str, container: str) -> str:
+    """What the container printed before the end marker (read through the kubelet)."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log?container={container}"
+    _, body = wait_for(
+        lambda: kube.raw_get(path),
+        lambda answer: answer[0] == 200 and END_MARKER in answer[1],
+        timeout=TIMEOUTS.api_object,
+        describe=f"the output of container {container} of {namespace}/{pod}",
+    )
+    return body.split(END_MARKER, 1)[0]
+
+
 def container_env(kube: Kube, namespace: str, pod: str) -> dict[str, str]:
     """The environment the container printed (read through the kubelet, by the API server).
     Waits: a container Running may not have printed yet, and a kubelet just restarted answers
@@ -59,15 +81,18 @@ def device_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k == "NVIDIA_VISIBLE_DEVICES" or k.startswith("DRA_")}
 
 
-def dra_calls(kube: Kube, node: str) -> dict[tuple[str, str], int]:
+def dra_calls(kube: Kube, node: str, driver: str = "") -> dict[tuple[str, str], int]:
     """(method, gRPC status) -> count, from the kubelet's dra_grpc_operations_duration_seconds
-    (pkg/kubelet/metrics/metrics.go), e.g. ("NodePrepareResources", "OK") -> 1."""
+    (pkg/kubelet/metrics/metrics.go: labels driver_name, method_name, grpc_status_code), e.g.
+    ("NodePrepareResources", "OK") -> 1; with `driver`, that driver's calls only."""
     status, body = kube.raw_get(f"/api/v1/nodes/{node}/proxy/metrics")
     if status != 200:
         raise HarnessError(f"metrics of the kubelet on {node}: HTTP {status}: {body[:300]}")
     calls: dict[tuple[str, str], int] = {}
     for m in _CALL.finditer(body):
         labels = dict(re.findall(r'(\w+)="([^"]*)"', m["labels"]))
+        if driver and labels.get("driver_name") != driver:
+            continue
         key = (labels.get("method_name", "").rsplit("/", 1)[-1], labels.get("grpc_status_code", ""))
         calls[key] = calls.get(key, 0) + int(float(m["value"]))
     return calls

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.clusters.host.processes import exit_code as signal_exit_code
-from harness.clusters.host.processes import forward_stop, popen_child
+from harness.clusters.host.processes import forward_stop, popen_child, stops_deferred
 from harness.clusters.host.rundirs import ENV, matrix_cell_run_dir
 from harness.core.cells import Cell
 from harness.core.errors import HarnessError
@@ -298,7 +298,8 @@ def run_matrix(
     except KeyboardInterrupt as stop:
         display.line("interrupted: stopping running cells (their clusters are torn down)")
         interrupted_by = signal_exit_code(stop)
-        workers.stop(stop)
+        with stops_deferred():  # a second Ctrl-C must not abandon the cells mid-teardown
+            workers.stop(stop)
     result = MatrixResult(run_id, out, runs, time.monotonic() - t0, build_seconds, interrupted_by)
     write_matrix_json(out, result.to_json())
     return result

@@ -3,6 +3,7 @@
     new failure      failed (or a setup error) tonight; passed or skipped in the baseline
     fixed            passed tonight; failed in the baseline
     still failing    failed on both nights
+    flaky            passed tonight only on a rerun (--reruns): both outcomes are shown
     newly skipped    skipped tonight, ran in the baseline, or skipped there for another reason
     slower           passed on both nights, and tonight took `slower_by` percent longer and at
                      least MIN_SLOWER_SECONDS more (short tests' noise is not a regression)
@@ -29,6 +30,7 @@ KINDS = (
     "new failure",
     "fixed",
     "still failing",
+    "flaky",
     "newly skipped",
     "slower",
     "not in baseline",
@@ -107,10 +109,12 @@ def _shown(run: TestRun) -> str:
 
 def _compare(cid: str, nodeid: str, before: TestRun, after: TestRun, slower_by: float) -> Entry | None:
     def entry(kind: str, detail: str) -> Entry:
-        return Entry(kind, cid, nodeid, before.outcome, after.outcome, detail)
+        return Entry(kind, cid, nodeid, before.shown, after.shown, detail)
 
     if after.failing:
         return entry("still failing" if before.failing else "new failure", after.message)
+    if after.flaky:
+        return entry("flaky", f"failed, then passed on its rerun: {after.rerun}")
     if after.outcome == "passed" and before.failing:
         return entry("fixed", f"failed in the baseline: {before.message}" if before.message else "")
     if after.outcome == "skipped":
@@ -138,7 +142,7 @@ def _cell_entries(
     for nodeid, after in (now.tests or {}).items():
         before = then.tests.get(nodeid)
         if before is None:
-            out.append(Entry("not in baseline", cid, nodeid, "", after.outcome, after.message))
+            out.append(Entry("not in baseline", cid, nodeid, "", after.shown, after.rerun or after.message))
             continue
         compared += 1
         found = _compare(cid, nodeid, before, after, slower_by)

@@ -134,5 +134,5 @@ def _test(raw: object) -> TestRun | None:
     if outcome not in OUTCOMES:
         return None
     if isinstance(duration, bool) or not isinstance(duration, (int, float)):
-        return TestRun(str(outcome), None, _str(raw.get("message")))
-    return TestRun(str(outcome), float(duration), _str(raw.get("message")))
+        return TestRun(str(outcome), None, _str(raw.get("message")), _str(raw.get("rerun")))
+    return TestRun(str(outcome), float(duration), _str(raw.get("message")), _str(raw.get("rerun")))

@@ -35,13 +35,24 @@ class TestRun:
     outcome: str  # one of harness.reports.summary.OUTCOMES
     duration: float | None  # None: the file did not say
     message: str = ""
+    rerun: str = ""  # an earlier attempt's failure (--reruns): passed with one is flaky
 
     @property
     def failing(self) -> bool:
         return self.outcome in FAILING
 
+    @property
+    def flaky(self) -> bool:
+        return self.outcome == "passed" and bool(self.rerun)
+
+    @property
+    def shown(self) -> str:
+        """The outcome as a report shows it: a pass on a rerun is "flaky", never "passed"."""
+        return "flaky" if self.flaky else self.outcome
+
     def to_json(self, nodeid: str) -> dict[str, Any]:
-        return {"nodeid": nodeid, "outcome": self.outcome, "duration": self.duration, "message": self.message}
+        out = {"nodeid": nodeid, "outcome": self.outcome, "duration": self.duration, "message": self.message}
+        return out | ({"rerun": self.rerun} if self.rerun else {})
 
 
 @dataclass
@@ -100,7 +111,7 @@ def cell_id(cell: dict[str, str]) -> str:
 def from_summary(summary: CellSummary, source: str) -> CellNight:
     """A cell's summary.json as read by harness.reports.summary.read_summary. A test recorded twice
     (a rerun) keeps its last outcome."""
-    tests = {t.nodeid: TestRun(t.outcome, t.duration, t.message) for t in summary.tests}
+    tests = {t.nodeid: TestRun(t.outcome, t.duration, t.message, t.rerun) for t in summary.tests}
     return CellNight(
         cell_id(summary.cell),
         source,

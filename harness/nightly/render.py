@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.nightly.diff import KINDS, Diff, Entry
+from harness.nightly.history import History
 from harness.reports.templates import environment
 
 WHAT = {
     "new failure": "failed tonight, did not fail in the baseline",
     "fixed": "failed in the baseline, passes tonight",
     "still failing": "failed on both nights",
+    "flaky": "passed tonight only when run again: the first attempt's failure is shown",
     "newly skipped": "skipped tonight: ran in the baseline, or was skipped for another reason",
     "slower": "passed on both nights, took longer beyond the threshold",
     "not in baseline": "tonight's cells and tests the baseline cannot be compared on",
@@ -45,4 +47,24 @@ def render_diff(diff: Diff, tonight: str, baseline: str) -> Rendered:
         env.get_template("baseline.html.j2").render(context),
         env.get_template("baseline.md.j2").render(context),
         doc,
+    )
+
+
+# The squares of the history grid (outcomes as TestRun.shown gives them).
+COLOURS = {
+    "passed": "#1a7f37",
+    "failed": "#cf222e",
+    "errors": "#cf222e",
+    "flaky": "#bf8700",
+    "skipped": "#6e7781",
+}
+
+
+def render_history(h: History) -> Rendered:
+    env = environment()
+    context = {"h": h, "colours": COLOURS}
+    return Rendered(
+        env.get_template("history.html.j2").render(context),
+        env.get_template("history.md.j2").render(context),
+        h.to_json(),
     )

@@ -39,7 +39,13 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(
         "bridging",
         "Extended-resource bridging: unchanged nvidia.com/gpu pods get devices of the class",
-        ("suites/bridging/test_extended_resource.py::*", "suites/bridging/test_bridging_lifecycle.py::*"),
+        (
+            "suites/bridging/test_extended_resource.py::*",
+            "suites/bridging/test_bridging_lifecycle.py::*",
+            "suites/bridging/test_several_resources.py::*",
+            # a node the device plugin left: bridged pods reach it (from 1.35)
+            "suites/bridging/test_device_plugin_leftover.py::*",
+        ),
     ),
     Capability(
         "mixed-pools",
@@ -60,6 +66,7 @@ CAPABILITIES: tuple[Capability, ...] = (
         "Prioritized list (firstAvailable) requests",
         (
             "suites/mig/test_prioritized_list.py::*",
+            "suites/mig/test_prioritized_scoring.py::*",
             "suites/driver/test_published_devices.py::test_prioritized*",
         ),
     ),
@@ -77,6 +84,38 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("failure-modes", "Failure-mode detectors name staged problems", ("suites/failure_modes/*",)),
     Capability("node-side", "Node-side: kubelet prepares claims (real kubelets only)", ("suites/node/*",)),
 )
+
+# Tests qualify runs that decide no capability: what they check is the cluster's, not the
+# driver's. Every other suite test qualify runs belongs to exactly one capability
+# (tests/test_qualify.py collects the suites and holds both lists to that).
+ABOUT_THE_CLUSTER: dict[str, str] = {
+    "suites/bridging/test_extended_resource_name.py::*": (
+        "the API server's validation of a DeviceClass's extendedResourceName; no driver is involved"
+    ),
+    # It passes exactly where a driver's class does not bridge: counted toward bridging it made
+    # dra-example-driver v0.2.1 (no extendedResourceName) PASS.
+    "suites/bridging/test_bridge_unavailable.py::*": (
+        "what the scheduler does where there is no bridge (unchanged pods wait, never get devices "
+        "silently): the cluster's behaviour, not the driver's bridging"
+    ),
+}
+
+
+def undecided(nodeids: list[str], suites: tuple[str, ...]) -> list[str]:
+    """Tests under `suites` that decide no capability and are not declared the cluster's."""
+    declared = [*ABOUT_THE_CLUSTER, *(p for cap in CAPABILITIES for p in cap.tests)]
+    return [
+        n
+        for n in nodeids
+        if any(n.startswith(s.rstrip("/") + "/") for s in suites)
+        and not any(fnmatch.fnmatch(n, p) for p in declared)
+    ]
+
+
+def deciding(nodeid: str) -> list[str]:
+    """The capabilities a test counts toward (one, or none for ABOUT_THE_CLUSTER's)."""
+    return [cap.id for cap in CAPABILITIES if any(fnmatch.fnmatch(nodeid, p) for p in cap.tests)]
+
 
 # Skips that say the driver, its fleet or the cluster lacks something.
 _LACKS = {Kind.FLEET, Kind.DRIVER_CAPABILITY, Kind.FEATURE_GATE, Kind.VERSION, Kind.API}
@@ -117,7 +156,10 @@ def decide(cap: Capability, tests: list[TestRecord]) -> CapabilityResult:
     if failed:
         return CapabilityResult(cap, Verdict.FAIL, [f"{t.nodeid}: {t.message}" for t in failed], counts)
     if passed:
-        evidence = [f"passed: {t.nodeid.rsplit('::', 1)[-1]}" for t in passed]
+        evidence = [
+            f"passed: {t.nodeid.rsplit('::', 1)[-1]}" + (f": {t.message}" if t.message else "")
+            for t in passed
+        ]
         return CapabilityResult(
             cap, Verdict.PASS, evidence + [f"skipped {_skip_line(t)}" for t in skipped], counts
         )

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE
 from harness.kit import builders as b
 from harness.kit.checks.detectors import detect_ambiguous_mappings, mapping_claimants
 from harness.kit.kube import API_ERRORS, Kube, Obj
@@ -55,6 +56,9 @@ class ClusterFacts:
     gates_note: str = ""  # why gates are not listed, when they are not
     slices: int = 0
     nodes_with_slices: int = 0
+    # The driver's slices carry the harness's owner label: it is the stand-in (the fake driver
+    # under the driver's name), whatever the name says.
+    standin: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -115,6 +119,7 @@ def _driver_pieces(
     slices = [s for s in kube.list(b.resource_api(), "ResourceSlice") if s["spec"]["driver"] == driver]
     facts.slices = len(slices)
     facts.nodes_with_slices = len({s["spec"].get("nodeName") for s in slices if s["spec"].get("nodeName")})
+    facts.standin = any(s["metadata"].get("labels", {}).get(OWNER_LABEL) == OWNER_VALUE for s in slices)
     if not slices:
         missing.append(f"driver {driver} publishes no ResourceSlices")
     return missing

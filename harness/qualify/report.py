@@ -16,6 +16,7 @@ from typing import Any
 
 import jinja2
 
+from harness.controlplane.gates import dra_gates
 from harness.core.redaction import redact_obj
 from harness.core.versions import REPO_ROOT
 from harness.qualify.capabilities import CapabilityResult, Verdict
@@ -24,7 +25,6 @@ from harness.qualify.preflight import ClusterFacts
 
 TEMPLATES = REPO_ROOT / "reports" / "templates"
 TARBALL = "results.tar.gz"
-DRA_GATES = ("DRA", "DynamicResourceAllocation", "GangScheduling", "GenericWorkload")
 
 
 @dataclass
@@ -38,6 +38,7 @@ class Qualification:
     inventory: list[KindInventory] = field(default_factory=list)
     totals: dict[str, int] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    tested: str = ""  # harness.reports.summary.what_was_tested of the run's cell
     generated: str = field(
         default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     )
@@ -53,6 +54,7 @@ class Qualification:
         counts = {str(v): sum(c.verdict is v for c in self.capabilities) for v in Verdict}
         return {
             "driver": self.driver,
+            "tested": self.tested,
             "device_class": self.device_class,
             "extended_resource": self.extended_resource,
             "command": self.command,
@@ -73,7 +75,7 @@ def _html(data: dict[str, Any]) -> str:
         autoescape=jinja2.select_autoescape(["html", "html.j2"]),
         undefined=jinja2.StrictUndefined,
     )
-    shown = {g: on for g, on in sorted(data["cluster"]["gates"].items()) if g.startswith(DRA_GATES)}
+    shown = dra_gates(data["cluster"]["gates"])
     view = {**data, "cluster": {**data["cluster"], "gates": shown}}
     return env.get_template("qualify.html.j2").render(q=view)
 

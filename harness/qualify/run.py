@@ -7,7 +7,7 @@ line per problem and nothing created on the cluster.
 
 from __future__ import annotations
 
-import datetime
+import re
 import shlex
 import sys
 import time
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.clusters.host.processes import run_child
 from harness.core.errors import HarnessError
+from harness.core.layout import new_run_id
 from harness.core.outputs import check_output
 from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
@@ -25,7 +26,7 @@ from harness.qualify.capabilities import decide_all
 from harness.qualify.inventory import KindInventory, inventory
 from harness.qualify.preflight import ClusterFacts, preflight
 from harness.qualify.report import Qualification, write_report
-from harness.reports.summary import read_summary
+from harness.reports.summary import read_summary, what_was_tested
 
 # The suites that say something about a driver; the others test the harness, the fake
 # driver or the local provider, and only skip on an external driver.
@@ -39,6 +40,20 @@ DEFAULT_SUITES = (
     "suites/node",
 )
 REPORTS = REPO_ROOT / "reports" / "out"
+STANDIN_RELEASE = "the harness's stand-in: its fake driver published under this name"
+
+
+@dataclass(frozen=True)
+class ContainerViewArgs:
+    """How a container shows its devices (the node-side tests), and the image they run."""
+
+    command: str = ""
+    device_pattern: str = ""
+    image: str = ""
+
+    def argv(self, prefix: str) -> list[str]:
+        pairs = (("command", self.command), ("device-pattern", self.device_pattern), ("image", self.image))
+        return [f"--{prefix}-{flag}={value}" for flag, value in pairs if value]
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,8 @@ class QualifyRequest:
     node_selector: str = ""
     suites: tuple[str, ...] = DEFAULT_SUITES
     out: Path | None = None
+    view: ContainerViewArgs = ContainerViewArgs()
+    release: str = ""  # what the driver is (--driver-spec's module and version), for the header
 
     def command(self) -> str:
         """The exact command that reproduces this run."""
@@ -57,9 +74,9 @@ class QualifyRequest:
         argv += [f"--device-class={self.device_class}", f"--extended-resource={self.extended_resource}"]
         argv += [f"--node-selector={self.node_selector}"] if self.node_selector else []
         argv += [f"--suite={s}" for s in self.suites] if self.suites != DEFAULT_SUITES else []
-        return shlex.join(argv)
+        return shlex.join([*argv, *self.view.argv("container")])
 
-    def pytest_argv(self, out: Path) -> list[str]:
+    def pytest_argv(self, out: Path, release: str = "") -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -76,6 +93,8 @@ class QualifyRequest:
             f"--device-class={self.device_class}",
             f"--extended-resource={self.extended_resource}",
             f"--node-selector={self.node_selector}",
+            *self.view.argv("container"),
+            f"--driver-release={release or self.release}",
             f"--junitxml={out / 'junit.xml'}",
             f"--summary-json={out / 'summary.json'}",
         ]
@@ -91,6 +110,15 @@ def check_request(req: QualifyRequest) -> None:
     for suite in req.suites:
         if not (REPO_ROOT / suite.partition("::")[0]).exists():
             raise HarnessError(f"suite {suite} does not exist")
+    v = req.view
+    if bool(v.command) != bool(v.device_pattern):
+        raise HarnessError("--container-command and --container-device-pattern go together")
+    try:
+        if v.device_pattern and "device" not in re.compile(v.device_pattern).groupindex:
+            raise HarnessError("--container-device-pattern needs a (?P<device>...) group")
+        shlex.split(v.command)
+    except (re.error, ValueError) as err:
+        raise HarnessError(f"--container-command/--container-device-pattern: {err}") from None
 
 
 def _preflight(req: QualifyRequest) -> tuple[ClusterFacts, list[str]]:
@@ -118,7 +146,7 @@ def qualify(req: QualifyRequest) -> int:
         for line in missing:
             print(f"dra-harness: {line}", file=sys.stderr)
         return 1
-    run_id = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_id = new_run_id()
     out = req.out or REPORTS / f"qualify-{run_id}"
     check_output(out, "results directory", directory=True)
     out.mkdir(parents=True, exist_ok=True)
@@ -126,11 +154,12 @@ def qualify(req: QualifyRequest) -> int:
         f"dra-harness qualify: {req.driver} on Kubernetes {facts.git_version}; results in {out}", flush=True
     )
     started = time.monotonic()
-    code = run_child(req.pytest_argv(out), cwd=REPO_ROOT)
+    code = run_child(req.pytest_argv(out, STANDIN_RELEASE if facts.standin else ""), cwd=REPO_ROOT)
     if not (out / "summary.json").exists():
         raise HarnessError(f"the suites did not run (pytest exit {code}); its output is above")
     summary = read_summary(out / "summary.json")
     q = Qualification(req.driver, req.device_class, req.extended_resource, req.command(), facts)
+    q.tested = what_was_tested(summary.cell)
     q.capabilities = decide_all(summary)
     q.inventory = _inventory(req, facts.minor)
     q.totals, q.wall_seconds = summary.totals, time.monotonic() - started

@@ -36,7 +36,7 @@ from harness.core.errors import HarnessError
 from harness.kit.kube import API_ERRORS, Kube, Obj
 
 STANDIN_LABEL = "dra-harness.io/standin-driver"
-DEFAULT_PERSONALITY = "nvidia-v0.4"
+STANDIN_PERSONALITY = "nvidia-v0.4"
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def renamed(obj: Obj, old: str, new: str) -> Obj:
     return out
 
 
-def device_classes(driver_name: str, personality: str = DEFAULT_PERSONALITY) -> list[Obj]:
+def device_classes(driver_name: str, personality: str = STANDIN_PERSONALITY) -> list[Obj]:
     """The personality's classes for the stand-in: the GPU class takes the driver's name, the
     others `<kind>.<driver name>` (mig.gpu.acme.example)."""
     p = get_personality(personality)
@@ -108,7 +108,7 @@ def device_classes(driver_name: str, personality: str = DEFAULT_PERSONALITY) -> 
 
 
 def install(
-    kube: Kube, pools: Sequence[StandinPool], driver_name: str, *, personality: str = DEFAULT_PERSONALITY
+    kube: Kube, pools: Sequence[StandinPool], driver_name: str, *, personality: str = STANDIN_PERSONALITY
 ) -> list[str]:
     """Creates the nodes (kwok), their slices and the classes; returns the node names. Checks
     first, writing nothing on a refusal: a node or class of these names that we did not
@@ -143,7 +143,7 @@ def _class_path(dc: Obj) -> str:
     return f"/apis/{dc['apiVersion']}/deviceclasses/{dc['metadata']['name']}"
 
 
-def uninstall(kube: Kube, driver_name: str, *, personality: str = DEFAULT_PERSONALITY) -> list[str]:
+def uninstall(kube: Kube, driver_name: str, *, personality: str = STANDIN_PERSONALITY) -> list[str]:
     """Removes what `install` made for `driver_name` (classes, slices, nodes), and only that:
     objects without the owner label stay, whatever their name or driver. Returns what went."""
     rest = as_rest(kube.api_client)
@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("action", choices=("up", "down"))
     ap.add_argument("--kubeconfig", required=True, type=nonempty)
     ap.add_argument("--driver-name", required=True, type=nonempty)
-    ap.add_argument("--personality", default=DEFAULT_PERSONALITY)
+    ap.add_argument("--personality", default=STANDIN_PERSONALITY)
     ap.add_argument(
         "--pool", action="append", type=StandinPool.parse, default=[], help="name:count:gpus[:mig]"
     )

@@ -55,6 +55,30 @@ CHECKS: tuple[Check, ...] = (
         bridged=True,
     ),
     Check(
+        "device-plugin-names",
+        "Every device-plugin name pods request (nvidia.com/mig-1g.10gb, not only nvidia.com/gpu) has a "
+        "DeviceClass: without one the pod stays Pending, with one per MIG profile it gets that profile",
+        "migration",
+        ("suites/migration/test_device_plugin_names.py::*",),
+        "pods asking for a name no DeviceClass maps stay Pending (Insufficient <name>) once the device "
+        "plugin leaves: run `dra-harness scan` (unmapped-legacy-resource lists each name and its pods) "
+        "and create one DeviceClass per name with extendedResourceName set, for MIG one per profile "
+        "selecting type == 'mig' and that profile (NVIDIA's chart renders none; dra-driver-nvidia-gpu#939)",
+        bridged=True,
+    ),
+    Check(
+        "time-slicing",
+        "Device-plugin time-slicing (replicas 4: 4 pods a GPU) does not survive the move: the same "
+        "Deployment leaves pods Pending on DRA, and the scan and the rollout say so before the drain",
+        "migration",
+        ("suites/migration/test_time_slicing.py::*",),
+        "pods that shared GPUs through the device plugin's time-slicing stay Pending once the pool moves "
+        "(a bridged pod gets whole devices): run `dra-harness scan` (time-slicing counts them per node) "
+        "and before migrating give them consumable capacity (DRAConsumableCapacity) or one ResourceClaim "
+        "they share with the driver's time-slicing config, or keep the pool on the device plugin",
+        bridged=True,
+    ),
+    Check(
         "bridge-unavailable",
         "Without the bridge, a legacy GPU pod stays Pending with Insufficient nvidia.com/gpu",
         "bridging",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from harness.core.requirements import Kind
 from harness.readiness.catalog import CHECKS
 from harness.readiness.gates import reason_meaning
 from harness.readiness.status import Check, CheckResult, Status
@@ -48,6 +49,15 @@ def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(i for i in items if i))
 
 
+def _not_run(skipped: Sequence[TestRecord]) -> str:
+    """Why nothing ran: a part this machine lacks is "not built here", never "not applicable"."""
+    unbuilt = [r for r in skipped if r.reasons and all(x.kind is Kind.NOT_BUILT for x in r.reasons)]
+    rest = [r for r in skipped if r not in unbuilt]
+    parts = [f"not applicable: {'; '.join(_unique(r.message for r in rest))}"] if rest else []
+    parts += [f"not built here: {'; '.join(_unique(r.message for r in unbuilt))}"] if unbuilt else []
+    return "; ".join(parts)
+
+
 def evaluate(check: Check, records: Sequence[TestRecord]) -> CheckResult:
     mine = [r for r in records if check.covers(r.nodeid)]
     counts = {o: sum(1 for r in mine if r.outcome == o) for o in ("passed", "failed", "skipped", "errors")}
@@ -73,7 +83,13 @@ def evaluate(check: Check, records: Sequence[TestRecord]) -> CheckResult:
         prefix = f"{passed} of {len(mine)} passed, {len(mattering)} skipped: " if passed else "skipped: "
         return result(status, prefix + reasons, " ".join(_unique(fix for _, _, fix in mattering)))
     if not passed:
-        return result(Status.SKIP, "not applicable: " + "; ".join(_unique(r.message for r in skipped)))
+        return result(Status.SKIP, _not_run(skipped))
+    flaky = [r for r in mine if r.flaky]
+    if flaky:  # never a plain pass: the first attempt failed
+        first = flaky[0]
+        detail = f"{len(flaky)} of {len(mine)} passed only on a rerun (flaky); "
+        detail += f"{_short(first.nodeid)}: {clip(first.rerun)}"
+        return result(Status.WARN, detail, "find why the first attempt failed: it will fail again")
     extra = f" ({len(skipped)} not applicable here)" if skipped else ""
     return result(Status.PASS, f"{passed} of {len(mine)} passed{extra}")
 

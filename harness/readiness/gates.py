@@ -101,6 +101,6 @@ def reason_meaning(check: Check, r: Reason) -> tuple[Status, str]:
                 return Status.WARN, f"the driver lacks {r.capability}"
             fix = _MAPPING_REMEDIATION.format(personality=r.driver, cls=r.device_class, resource=r.resource)
             return (Status.FAIL if check.bridged else Status.WARN), fix
-        case Kind.PROVIDER | Kind.FLEET:  # could not run here: says nothing about the platform
+        case Kind.PROVIDER | Kind.FLEET | Kind.NOT_BUILT:  # could not run here: says nothing of the platform
             return Status.SKIP, ""
     assert_never(r.kind)

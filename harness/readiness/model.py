@@ -13,7 +13,7 @@ from harness.core.errors import HarnessError
 from harness.core.versions import minor_number
 from harness.readiness.catalog import CHECKS
 from harness.readiness.status import Check, CheckResult, Status
-from harness.reports.summary import CellSummary, merge_totals
+from harness.reports.summary import CellSummary, merge_totals, what_was_tested
 
 
 class ReportError(HarnessError):
@@ -40,6 +40,10 @@ class CellReport:
         return next(r for r in self.results if r.check == check)
 
     @property
+    def tested(self) -> str:
+        return what_was_tested(self.summary.cell)
+
+    @property
     def counts(self) -> dict[str, int]:
         out = {str(s): 0 for s in Status}
         for r in self.results:
@@ -54,6 +58,7 @@ class CellReport:
             "profile": self.profile,
             "provider": self.summary.cell.get("provider", ""),
             "driver": self.summary.cell.get("driver", ""),
+            "tested": self.tested,
             "source": self.source,
             "exit_code": self.exit_code,
             "state": self.state,
@@ -127,6 +132,11 @@ class Report:
         return merge_totals(c.summary for c in self.cells)
 
     @property
+    def tested(self) -> list[str]:
+        """What the cells tested, each distinct line once (the header says it first)."""
+        return list(dict.fromkeys(c.tested for c in self.cells))
+
+    @property
     def wall_seconds(self) -> float:
         return sum(c.summary.wall_seconds for c in self.cells)
 
@@ -163,6 +173,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "generated": self.generated,
+            "tested": self.tested,
             "sources": self.sources,
             "totals": self.totals,
             "status_counts": self.status_counts,

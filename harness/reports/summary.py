@@ -68,9 +68,19 @@ class TestRecord:
     duration: float
     message: str = ""
     reasons: list[Reason] = field(default_factory=list)
+    # The failure of an earlier attempt (pytest-rerunfailures' --reruns): a test that passed
+    # with one is FLAKY, never a plain pass ("" when it ran once).
+    rerun: str = ""
+
+    @property
+    def flaky(self) -> bool:
+        return self.outcome == "passed" and bool(self.rerun)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "reasons": [r.to_json() for r in self.reasons]}
+        out = {**asdict(self), "reasons": [r.to_json() for r in self.reasons]}
+        if not self.rerun:
+            del out["rerun"]  # files stay as they were for tests that ran once
+        return out
 
 
 @dataclass
@@ -99,6 +109,31 @@ class CellSummary:
             "wall_seconds": round(self.wall_seconds, 1),
             "tests": [t.to_json() for t in self.tests],
         }
+
+
+# What the cell's nodes were (fixtures.reporting's "nodes" key): the header says it in words.
+NODES_TEXT = {
+    "kwok": "simulated nodes (kwok) of a local control plane; the node suites on real kubelets of their own",
+    "real": "real kubelets of a local control plane",
+    "kind": "kind nodes (real kubelets in containers)",
+    "existing": "the nodes of the cluster the kubeconfig names",
+}
+
+
+def what_was_tested(cell: dict[str, str]) -> str:
+    """One line a reader cannot take for a verdict on a vendor's driver when it was the fake
+    driver on simulated nodes: which driver (fake personality, the stand-in, or a real driver and
+    its release) on which kind of nodes."""
+    driver, personality = cell.get("driver", "?"), cell.get("personality", "")
+    release = cell.get("driver_release", "")
+    if personality and personality != "external":
+        who = (
+            f"the harness's fake driver imitating {personality} (driver name {driver}), not a vendor's driver"
+        )
+    else:
+        who = f"the driver {driver} ({release or 'release not given'})"
+    nodes = NODES_TEXT.get(cell.get("nodes", ""), "")
+    return f"{who}, on {nodes}" if nodes else who
 
 
 def git_commit(root: Path = REPO_ROOT) -> str:
@@ -153,8 +188,9 @@ _RECORD_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "duration": ((int, float), "a number"),
     "message": (str, "a string"),
     "reasons": (list, "a list"),
+    "rerun": (str, "a string"),
 }
-_OPTIONAL: dict[str, object] = {"message": "", "reasons": []}
+_OPTIONAL: dict[str, object] = {"message": "", "reasons": [], "rerun": ""}
 
 
 class _Reader:

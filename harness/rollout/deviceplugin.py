@@ -61,7 +61,7 @@ class SimulatedDevicePlugin:
         legacy.advertise(self.kube.api_client, self.fleet, nodes)
 
     def wait_included(self, nodes: Sequence[str]) -> None:
-        want = {n: self.fleet.node(n).pool.gpus for n in nodes}
+        want = {n: legacy.advertised_count(self.fleet.node(n).pool) for n in nodes}
         wait_for(
             lambda: _advertised(self.kube, nodes),
             lambda seen: seen == want,

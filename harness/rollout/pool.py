@@ -9,6 +9,7 @@ from typing import Literal
 
 from fake_driver import legacy
 from harness.kit.builders import resource_api
+from harness.kit.checks.migration import detect_time_slicing
 from harness.kit.drastate import devices_per_node
 from harness.kit.kube import Kube, NotFoundError, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
@@ -20,7 +21,7 @@ from harness.rollout.deviceplugin import (
     exclude_from_device_plugin,
     readmit_to_device_plugin,
 )
-from harness.rollout.nodes import PodRef, cordon, drain, label_pool, uncordon
+from harness.rollout.nodes import PodRef, cordon, drain, label_pool, node_objects, pods_on, uncordon
 
 ClassOutcome = Literal["created", "updated", "unchanged"]
 OnStep = Callable[[str], object]
@@ -41,11 +42,25 @@ class RolloutReport:
     steps: list[str] = field(default_factory=list)
     drained: list[PodRef] = field(default_factory=list)
     device_class: ClassOutcome | None = None
+    warnings: list[str] = field(default_factory=list)  # found before the first step
     on_step: OnStep = field(default=lambda _: None, repr=False, compare=False)  # after each step
+    on_warning: OnStep = field(default=lambda _: None, repr=False, compare=False)
 
     def step(self, name: str) -> None:
         self.steps.append(name)
         self.on_step(name)
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+        self.on_warning(text)
+
+
+def sharing_warnings(kube: Kube, pool: Pool) -> list[str]:
+    """What the move takes from the pool's running pods that DRA does not give back: the device
+    plugin's time-slicing (harness.kit.checks.migration.detect_time_slicing), one line a node."""
+    nodes = list(node_objects(kube, pool.nodes).values())
+    findings = detect_time_slicing(nodes, pods_on(kube, pool.nodes), pool.resource)
+    return [f"{f.subject}: {f.message}; fix: {f.remediation}" for f in findings]
 
 
 def install_driver(kube: Kube, pool: Pool, install: Callable[[Sequence[str]], object]) -> None:
@@ -107,10 +122,15 @@ def migrate_pool(
     device_class: Obj,
     *,
     on_step: OnStep = lambda _: None,
+    on_warning: OnStep = lambda _: None,
     evict: bool = True,
 ) -> RolloutReport:
-    """Move one pool from the device plugin to the DRA driver, step by step."""
-    report = RolloutReport(on_step=on_step)
+    """Move one pool from the device plugin to the DRA driver, step by step; what the move will
+    break for the pool's pods (sharing_warnings) is reported through `on_warning` before any
+    step, so a caller can stop before the drain."""
+    report = RolloutReport(on_step=on_step, on_warning=on_warning)
+    for text in sharing_warnings(kube, pool):
+        report.warn(text)
     label_pool(kube, pool.nodes, {STACK_LABEL: STACK_DRA})
     report.step("label")
     cordon(kube, pool.nodes)

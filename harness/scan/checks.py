@@ -13,10 +13,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from harness.controlplane.gates import dra_gates
 from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
 from harness.core.redaction import redact
 from harness.kit.cel import Outcome, count_matches, published_devices
-from harness.kit.checks.detectors import Finding, Severity, mapping_claimants
+from harness.kit.checks.detectors import Finding, Severity, mapping_claimants, requested_extended_resources
+from harness.kit.checks.migration import time_sliced_nodes
 from harness.kit.kube import Obj
 from harness.scan.state import ClusterState
 
@@ -74,6 +76,16 @@ def detect_pools(nodes: Iterable[Obj], override: str | None = None) -> Pools:
         pool = value if len(under[value]) == 1 else f"{value} ({key or 'no label'})"
         of[node], label_of[pool] = pool, key
     return Pools(override, of, label_of)
+
+
+def gates_statement(state: ClusterState) -> str:
+    """Which DRA gates the API server reports on and off, or that it reports none."""
+    gates = dra_gates(state.gates)
+    if not gates:
+        return "DRA gates: not visible (the API server's /metrics has no kubernetes_feature_enabled for them)"
+    on = ", ".join(g for g, v in gates.items() if v) or "none"
+    off = ", ".join(g for g, v in gates.items() if not v) or "none"
+    return f"DRA gates (kube-apiserver): on: {on}; off: {off}"
 
 
 def bridging_statements(state: ClusterState, pools: Pools, bridge_on: bool) -> list[str]:
@@ -214,6 +226,7 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
     dra_nodes = {s["spec"].get("nodeName") for s in state.slices if s["spec"].get("devices")} - {None}
     explicit = [c for c in state.classes if (c.get("spec") or {}).get("extendedResourceName")]
     no_slices = "" if dra_nodes else "no node publishes DRA devices"
+    requested = {r for p in state.pods for r in requested_extended_resources(p)}
     gate = state.gates.get("DRAExtendedResource")
     return {
         "bridge-support": (
@@ -233,7 +246,18 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
             no_slices,
             "no device-plugin DaemonSet runs on a node publishing DRA devices",
         ),
-        "unmapped-legacy-resource": ("", "every extended resource a pod requests is mapped by a DeviceClass"),
+        "unmapped-legacy-resource": (
+            "" if requested else "no pod requests an extended resource",
+            f"each of the {len(requested)} extended resource name(s) pods request is mapped by a DeviceClass",
+        ),
+        "served-both-ways": (
+            no_slices or ("" if explicit else "no DeviceClass sets extendedResourceName"),
+            "no node advertises through the device plugin a name a DeviceClass maps to its DRA devices",
+        ),
+        "time-slicing": (
+            "" if time_sliced_nodes(state.nodes, resource) else f"no node labels {resource}.replicas > 1",
+            f"no node's device plugin time-slices {resource}",
+        ),
         "device-class-selectors": (
             "" if state.classes else "no DeviceClass",
             f"the selectors of the {len(state.classes)} DeviceClasses match published devices "

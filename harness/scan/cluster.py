@@ -14,7 +14,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import yaml
+
 from harness.clusters.existing import parse_feature_metrics
+from harness.controlplane.gates import dra_gates
 from harness.core.errors import HarnessError
 from harness.core.expectations import (
     bridge_reaches_nodes_a_device_plugin_left,
@@ -32,6 +35,10 @@ from harness.kit.checks.detectors import (
     detect_bridge_unavailable,
     detect_double_stack,
     detect_selectors_matching_nothing,
+)
+from harness.kit.checks.migration import (
+    detect_served_both_ways,
+    detect_time_slicing,
     detect_unmapped_legacy_requests,
 )
 from harness.kit.kube import API_ERRORS, DynamicApiError, ForbiddenError, Kube, Obj, ResourceNotFoundError
@@ -43,6 +50,7 @@ from harness.scan.checks import (
     check_results,
     detect_pools,
     device_plugin_daemonsets,
+    gates_statement,
     kubelet_skew,
     summary_for,
 )
@@ -50,6 +58,7 @@ from harness.scan.state import ClusterState
 from harness.scan.taints import rule_findings, slice_taint_findings
 
 EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
+VERDICTS = {EXIT_READY: "READY", EXIT_WARNINGS: "READY WITH WARNINGS", EXIT_BLOCKING: "NOT READY"}
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 
 # Everything the scan reads: give its user exactly this (read-only) ClusterRole.
@@ -78,6 +87,13 @@ def scan_cluster_role(name: str) -> Obj:
         "metadata": {"name": name},
         "rules": SCAN_RBAC_RULES,
     }
+
+
+def clusterrole_yaml(name: str = "dra-harness-scan") -> str:
+    """deploy/scan/clusterrole.yaml's text (tests/test_scan_rbac.py keeps the file equal)."""
+    head = "# The read-only ClusterRole `dra-harness scan` and `fleet export` need (generated:\n"
+    head += "# dra-harness scan --print-clusterrole > deploy/scan/clusterrole.yaml).\n"
+    return head + yaml.safe_dump(scan_cluster_role(name), sort_keys=False)
 
 
 def read_state(kube: Kube) -> ClusterState:
@@ -221,10 +237,9 @@ def run_checks(state: ClusterState, resource: str, pools: Pools, gpu_drivers: It
         *detect_ambiguous_mappings(state.classes, state.pods, state.version),
         *detect_double_stack(state.nodes, state.slices, state.classes, resource, gpu_drivers),
         *device_plugin_daemonsets(state),
-        # A pod on its way out is no finding.
-        *detect_unmapped_legacy_requests(
-            [p for p in state.pods if not p["metadata"].get("deletionTimestamp")], state.classes, state.nodes
-        ),
+        *detect_unmapped_legacy_requests(state.pods, state.classes, state.nodes, pools.of),
+        *detect_time_slicing(state.nodes, state.pods, resource),
+        *detect_served_both_ways(state.nodes, state.slices, state.classes, state.version),
         *detect_selectors_matching_nothing(state.classes, state.slices, used),
         *kubelet_skew(state),
         *leftover_device_plugin_resource(state, resource),
@@ -263,6 +278,7 @@ def render_text(result: ScanResult) -> str:
         f"{len(state.slices)} ResourceSlices",
         *result.pools.lines(),
         *result.bridging,
+        gates_statement(state),
     ]
     for f in findings:
         lines.append(f"{f.severity.name:<8} {f.check:<26} {f.subject}: {f.message}")
@@ -270,8 +286,7 @@ def render_text(result: ScanResult) -> str:
             lines.append(f"{'':<8} {'':<26} fix: {f.remediation}")
     counts = ", ".join(f"{n} {s}" for s, n in summary_for(result.checks).items())
     lines += [f"checks: {counts}", *check_lines(result.checks)]
-    verdict = {EXIT_READY: "READY", EXIT_WARNINGS: "READY WITH WARNINGS", EXIT_BLOCKING: "NOT READY"}
-    lines.append(f"verdict: {verdict[exit_code(findings)]}")
+    lines.append(f"verdict: {VERDICTS[exit_code(findings)]}")
     return redact("\n".join(lines))
 
 
@@ -288,6 +303,7 @@ def render_json(result: ScanResult) -> str:
             ],
         },
         "bridging": result.bridging,
+        "gates": dra_gates(result.state.gates),
         "checks": [{"check": c.check, "status": c.status.value, "why": c.why} for c in result.checks],
         "findings": [asdict(f) | {"severity": f.severity.name} for f in result.findings],
     }

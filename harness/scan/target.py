@@ -26,7 +26,6 @@ from harness.clusters.local.upgrade import (
 )
 from harness.controlplane.build import binary_path
 from harness.controlplane.gates import KnownGate, known_gates
-from harness.core.errors import HarnessError
 from harness.core.expectations import kubelet_prepares_bridged_claim
 from harness.core.upgrade_facts import removals_ahead, renamed_metrics
 from harness.core.versions import Matrix, minor_number
@@ -229,11 +228,22 @@ def target_findings(
     nodes: list[Obj],
     target: str,
 ) -> list[Finding]:
-    """Everything `--target` adds; one line (HarnessError) for a target that is not a later minor."""
+    """Everything `--target` adds: the upgrade's findings, or for the cluster's own minor one
+    line saying so, or for an older minor the downgrade's (downgrade_findings)."""
     current = _name(version)
     matrix.minor(target)  # unknown minor: one line
-    if minor_number(target) <= version:
-        raise HarnessError(f"--target {target} is not later than the cluster's {current}")
+    if minor_number(target) == version:
+        return [
+            Finding(
+                "target",
+                Severity.INFO,
+                "cluster",
+                f"the cluster runs {current} already: nothing to check",
+                "",
+            )
+        ]
+    if minor_number(target) < version:
+        return downgrade_findings(kube, nodes, current, target)
     findings = [
         *stored_findings(kube, current, target),
         *removal_findings(kube, current, target),
@@ -255,3 +265,64 @@ def target_findings(
             )
         )
     return findings + kubelet_findings(nodes, target)
+
+
+def downgrade_findings(kube: Kube, nodes: list[Obj], current: str, target: str) -> list[Finding]:
+    """Going back to an older minor: objects the first step back strands (STORAGE_DROPS holds
+    downgrade steps too), kubelets newer than the target control plane (the skew policy: a
+    kubelet is never newer than kube-apiserver), and a path of more than one minor."""
+    (major, low), (_, high) = minor_number(target), minor_number(current)
+    first = f"{major}.{high - 1}"
+    findings = [
+        Finding(
+            "stored-api-version",
+            Severity.BLOCKING,
+            f"{obj.split(' ')[1]}/{obj.split(' ')[2]}",
+            f"stored as {obj.split(' ')[0]}, which {first} cannot read",
+            f"delete it (or recreate it in a version {first} serves) before going back to {first}",
+        )
+        for obj in stored_in_dropped_versions(kube, current, first)
+    ]
+    if high - low > 1:
+        findings.append(
+            Finding(
+                "upgrade-path",
+                Severity.WARNING,
+                "cluster",
+                f"{current} -> {target} is {high - low} steps back: kube-apiserver moves one minor at a time "
+                f"({SKEW_POLICY})",
+                "go back through each minor, scanning with --target before each step",
+            )
+        )
+    findings += newer_kubelets(nodes, target)
+    findings.append(
+        Finding(
+            "target",
+            Severity.INFO,
+            "cluster",
+            f"{target} is older than the cluster's {current}: a downgrade; gates, API removals and "
+            "renamed metrics are compared for upgrades only",
+            "",
+        )
+    )
+    return findings
+
+
+def newer_kubelets(nodes: list[Obj], target: str) -> list[Finding]:
+    """Kubelets a control plane of `target` would have ahead of it (the skew policy forbids it)."""
+    t = minor_number(target)
+    findings = []
+    for n in nodes:
+        version = ((n.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+        m = _VERSION.match(version)
+        if m and (int(m[1]), int(m[2])) > t:
+            findings.append(
+                Finding(
+                    "kubelet-newer",
+                    Severity.BLOCKING,
+                    f"node/{n['metadata']['name']}",
+                    f"kubelet {version} would be newer than kube-apiserver {target}",
+                    f"move the node's kubelet to {target} or older first ({SKEW_POLICY})",
+                )
+            )
+    return findings

@@ -22,6 +22,7 @@ from fake_driver.deviceclasses import render_device_classes
 from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.personalities import get_personality
 from fake_driver.publisher import Publisher
+from harness.clusters.local.kubelets import DEFAULT_KUBELET_MODE
 from harness.clusters.local.upgrade import (
     UpgradeRefused,
     crossed_removal_writers,
@@ -246,16 +247,24 @@ class StepResult:
 
 
 def step(
-    cluster: LocalCluster, kube: Kube, objects: Created, fleet: RehearsalFleet, made: list[Workloads], to: str
+    cluster: LocalCluster,
+    kube: Kube,
+    objects: Created,
+    fleet: RehearsalFleet,
+    made: list[Workloads],
+    to: str,
+    kubelets: str = DEFAULT_KUBELET_MODE,
 ) -> StepResult:
     """One rehearsed step: stranded objects found first (the gang, when its Workload API
-    version is dropped), a pod deleted while the step runs, the control plane replaced, then
-    survivors, their claims, garbage collection and fresh pods of every kind checked."""
+    version is dropped), a pod deleted while the step runs, the control plane replaced (and
+    real nodes' kubelets as `kubelets` says: LocalCluster.upgrade), then survivors, their
+    claims, garbage collection and fresh pods of every kind checked. The bridged pod deleted
+    is the newest of `made[-1]`."""
     ns, result = fleet.namespace, StepResult(cluster.minor.name, to)
     for workloads in made:
         if workloads.gang and stored_in_dropped_versions(kube, result.before, to):
             try:
-                cluster.upgrade(to)
+                cluster.upgrade(to, kubelets)
             except UpgradeRefused as err:
                 result.refused_first = str(err)
             delete_gang(kube, workloads, ns, result.before)
@@ -268,7 +277,7 @@ def step(
     survivors = [p for w in made for p in w.names()]
     kept = pod_allocations(kube, ns, survivors)
     kube.delete("v1", "Pod", doomed, ns)
-    result.seconds = cluster.upgrade(to)
+    result.seconds = cluster.upgrade(to, kubelets)
     rediscover(kube)
     result.survivors = wait_running(kube, ns, survivors)
     result.allocations_kept = pod_allocations(kube, ns, survivors) == kept

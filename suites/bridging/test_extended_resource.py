@@ -184,3 +184,33 @@ def test_zero_request_creates_no_claim_and_no_status(
 
     assert kube.list(b.resource_api(), "ResourceClaim", namespace) == []
     assert "extendedResourceClaimStatus" not in pod["status"]
+
+
+def test_one_container_with_three_explicit_resources_gets_one_request_each(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
+) -> None:
+    """Upstream twin: test/e2e/dra/dra.go @ v1.37.2 "must run a pod with explicit extended
+    resource with one container three resources" (three classes, one explicit name each)."""
+    pool = gpu_pool(nodes=1, gpus=4)
+    tag = namespace.rsplit("-", 1)[1]
+    names = [f"three.dra-harness.io/{tag}-{i}" for i in range(3)]
+    for i, name in enumerate(names):
+        selectors = [f'device.driver == "{driver.driver}"']
+        objects.create(b.device_class(f"{namespace}-r{i}", selectors=selectors, extended_resource_name=name))
+    limits = dict.fromkeys(names, "1")
+    kube.create(
+        b.pod("three", namespace, node_selector=pool.node_selector, containers=[b.container(limits=limits)])
+    )
+
+    pod = wait_phase(kube, namespace, "three", "Running")
+
+    [claim] = claims_of(kube, namespace, "three")
+    assert [
+        (r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"])
+        for r in claim["spec"]["devices"]["requests"]
+    ] == [(f"container-0-request-{i}", f"{namespace}-r{i}", 1) for i in range(3)]
+    assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
+        {"containerName": "main", "resourceName": name, "requestName": f"container-0-request-{i}"}
+        for i, name in enumerate(names)
+    ]
+    assert len({r["device"] for r in allocated_devices(claim)}) == 3

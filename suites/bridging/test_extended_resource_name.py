@@ -41,3 +41,27 @@ def test_with_the_gate_off_the_extended_resource_name_is_dropped(
     stored = kube.get(b.resource_api(), "DeviceClass", name)
 
     assert stored["spec"] == {"selectors": [{"cel": {"expression": "true"}}]}
+
+
+def test_a_pod_asking_for_an_invalid_extended_resource_name_is_rejected(kube: Kube, namespace: str) -> None:
+    """Upstream twin: test/e2e/dra/dra.go @ v1.37.2 "must reject pod with invalid extended
+    resource name" (the Pod, where the test above rejects a DeviceClass). The messages are
+    pkg/apis/core/validation/validation.go validateResourceName and ValidateContainerResourceName,
+    the same @ v1.34.4, v1.35.4, v1.36.3 and v1.37.2."""
+    pod = b.pod("bad", namespace, containers=[b.container(limits={"invalid_resource_name": "1"})])
+    with pytest.raises(ApiException) as err:
+        kube.create(pod)
+
+    status = json.loads(err.value.body or "{}")
+    assert (err.value.status, status["reason"]) == (422, "Invalid")
+    # Requests are defaulted from the limits first, so both are rejected, each twice.
+    invalid = 'Invalid value: "invalid_resource_name": '
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        (f"spec.containers[0].resources.{kind}[invalid_resource_name]", invalid + message)
+        for kind in ("limits", "requests")
+        for message in (
+            "must be a standard resource type or fully qualified",
+            "must be a standard resource for containers",
+        )
+    ]
+    assert kube.list("v1", "Pod", namespace) == []

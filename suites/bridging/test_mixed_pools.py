@@ -9,8 +9,13 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.nodes import MakePool
 from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
-from harness.core.expectations import quota_counts_implicit_device_class_name
+from harness.core.expectations import (
+    device_plugin_wins_where_it_advertises,
+    quota_counts_implicit_device_class_name,
+)
 from harness.kit import builders as b
+from harness.kit.builders import RESOURCE_V1
+from harness.kit.checks.migration import detect_served_both_ways
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import ForbiddenError, Kube
 from harness.kit.objects import Created
@@ -69,7 +74,12 @@ def test_legacy_and_claim_pods_share_a_pool_without_exceeding_it(
 
 @pytest.mark.bridged
 def test_device_plugin_pool_and_dra_pool_serve_the_same_name(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, node_pool: MakePool
+    kube: Kube,
+    namespace: str,
+    driver: DriverUnderTest,
+    gpu_pool: MakeGpuPool,
+    node_pool: MakePool,
+    cell: Cell,
 ) -> None:
     legacy_pool = node_pool(1, suffix="dp", extended_resources={driver.extended_resource: "4"})
     dra_pool = gpu_pool(nodes=1, gpus=4)
@@ -90,9 +100,19 @@ def test_device_plugin_pool_and_dra_pool_serve_the_same_name(
     )
     assert len(claims_of(kube, namespace, "on-dra")) == 1
     # A node that advertises the name in allocatable is served by the device plugin, even
-    # though the driver publishes the same GPUs there: no claim, no DRA allocation.
+    # though the driver publishes the same GPUs there: no claim, no DRA allocation
+    # (kubernetes#139141; the source lines per minor are in the expectation).
+    assert device_plugin_wins_where_it_advertises(cell.number)
     assert "extendedResourceClaimStatus" not in pods["on-both"]["status"]
     assert claims_of(kube, namespace, "on-both") == []
+    # The scan names the node (its own nodes only: other tests' may serve both ways too).
+    findings = detect_served_both_ways(
+        [n for n in kube.list("v1", "Node") if n["metadata"]["name"] in (*both_pool.nodes, *dra_pool.nodes)],
+        kube.list(RESOURCE_V1, "ResourceSlice"),
+        [kube.get(RESOURCE_V1, "DeviceClass", driver.device_class)],
+        cell.number,
+    )
+    assert [(f.check, f.subject) for f in findings] == [("served-both-ways", f"node/{both_pool.nodes[0]}")]
 
 
 # Serial: with no node selector, any H100 or L4 on the cluster meets the tier's class, and in

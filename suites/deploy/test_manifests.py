@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from fixtures.options import minors_to_check
-from fixtures.requirements import provider_unmet, skip
+from fixtures.requirements import not_built, provider_unmet, skip
 from harness.clusters.base import Cell, Cluster
 from harness.clusters.local.cluster import LocalCluster
 from harness.controlplane.build import binary_path
@@ -79,7 +79,7 @@ def target(
             )
         )
     if not binary_path(minor).exists():
-        skip(provider_unmet(f"{minor.name} is not built here (make controlplane K8S={minor.name})"))
+        skip(not_built(f"{minor.name} is not built here (make controlplane K8S={minor.name})"))
     extra = LocalCluster(minor.name, "defaults", run_dir=tmp_path_factory.mktemp(f"deploy-{minor.name}"))
     extra.start()
     yield extra.kubeconfig

@@ -20,8 +20,8 @@ from harness.kit.checks.detectors import (
     detect_bridge_unavailable,
     detect_double_stack,
     detect_selectors_matching_nothing,
-    detect_unmapped_legacy_requests,
 )
+from harness.kit.checks.migration import detect_unmapped_legacy_requests
 from harness.kit.checks.verification import verify
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube, Obj
@@ -146,16 +146,23 @@ def test_unchanged_deployment_and_job_run_on_a_migrated_pool(
     )
 
 
-def test_class_without_extended_resource_name_leaves_legacy_pods_pending_until_it_maps(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, cell: Cell, objects: Created
-) -> None:
+def _unmapped_legacy_pod(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
+) -> tuple[str, str, Obj]:
+    """A class of the driver without extendedResourceName and a pod asking for a legacy name
+    nothing maps, Pending: (the class, the legacy name, the pod)."""
     pool = gpu_pool(nodes=1, gpus=2)
     legacy_name = f"legacy.dra-harness.io/gpu-{namespace.rsplit('-', 1)[1]}"
     class_name = f"{namespace}-gpu"
     objects.create(b.device_class(class_name, selectors=[f'device.driver == "{driver.driver}"']))
     kube.create(b.legacy_pod("legacy", namespace, legacy_name, 1, node_selector=pool.node_selector))
+    return class_name, legacy_name, wait_unschedulable(kube, namespace, "legacy")
 
-    pod = wait_unschedulable(kube, namespace, "legacy")
+
+def test_class_without_extended_resource_name_leaves_legacy_pods_pending_and_is_named(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
+) -> None:
+    _, legacy_name, pod = _unmapped_legacy_pod(kube, namespace, driver, gpu_pool, objects)
 
     assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {legacy_name}") == 1
     [finding] = detect_unmapped_legacy_requests(
@@ -164,11 +171,21 @@ def test_class_without_extended_resource_name_leaves_legacy_pods_pending_until_i
     assert (finding.check, finding.severity, finding.subject) == (
         "unmapped-legacy-resource",
         Severity.BLOCKING,
-        f"pod/{namespace}/legacy",
+        f"extendedresource/{legacy_name}",
     )
-    assert finding.message == f"requests {legacy_name}, which no DeviceClass maps and no node advertises"
-    if not cell.gate("DRAExtendedResource"):
-        return  # the fix below needs the bridge; the bridge-unavailable suite covers this cell
+    assert finding.message == (
+        "no DeviceClass maps it and no node advertises it: they cannot schedule now; "
+        f"1 pod(s) request it: {namespace}/legacy (not scheduled)"
+    )
+
+
+@pytest.mark.feature_gate(
+    "DRAExtendedResource"
+)  # the fix needs the bridge (test_bridge_unavailable: cells without)
+def test_class_without_extended_resource_name_once_mapped_runs_the_pending_pod(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
+) -> None:
+    class_name, legacy_name, _ = _unmapped_legacy_pod(kube, namespace, driver, gpu_pool, objects)
     kube.patch(RESOURCE_API, "DeviceClass", class_name, {"spec": {"extendedResourceName": legacy_name}})
     wait_phase(kube, namespace, "legacy", "Running")
 

@@ -15,7 +15,7 @@ from harness.kit import builders as b
 from harness.kit.builders import RESOURCE_V1
 from harness.kit.checks.invariants import EXTENDED_RESOURCE_CLAIM, check_cluster
 from harness.kit.drastate import allocated, allocations, claims_of
-from harness.kit.kube import Kube
+from harness.kit.kube import Kube, Obj
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
 from suites.faults.helpers import assert_full, settled
@@ -81,25 +81,9 @@ def test_scheduler_restarted_with_work_queued(
     assert_full(kube, namespace, gpu, pool.node_selector, 2)
 
 
-def test_claim_left_by_a_killed_scheduler_strands_its_pod(
-    kube: Kube,
-    namespace: str,
-    driver: DriverUnderTest,
-    gpu_pool: MakeGpuPool,
-    local_cluster: LocalCluster,
-) -> None:
-    """Upstream behaviour, found by restarting the scheduler mid-cycle: a scheduler killed
-    between creating a pod's extended-resource claim (PreBind) and allocating it leaves the
-    claim behind. The next scheduler rejects the pod on every node ("cannot schedule
-    extended resource claim"), deletes the claim in PostFilter ("deletion of ResourceClaim
-    completed") and then does not retry: the deleted claim had no allocation, so its
-    queueing hint skips the pod, which waits for the unschedulable-pod flush (5 minutes by
-    default) although every GPU is free. Staged here deterministically: the leftover claim
-    is written exactly as the scheduler writes it, while the scheduler is down."""
-    gpu = driver.extended_resource
-    pool = gpu_pool(nodes=1, gpus=2)
-    # Any claim deallocated elsewhere queues every DRA pod again (and would hide this):
-    # start from a cluster where no other test's claims or namespaces are going away.
+def _wait_no_other_claims_moving(kube: Kube, namespace: str) -> None:
+    """Any claim deallocated elsewhere queues every DRA pod again (and would hide a stranded
+    pod): wait for a cluster where no other test's claims or namespaces are going away."""
     wait_for(
         lambda: (
             sorted(
@@ -115,40 +99,52 @@ def test_claim_left_by_a_killed_scheduler_strands_its_pod(
         timeout=TIMEOUTS.deletion,
         describe="no other namespace with claims or terminating",
     )
+
+
+def _claim_as_the_scheduler_writes_it(pod: Obj, device_class: str) -> Obj:
+    """The extended-resource claim kube-scheduler creates for `pod` in PreBind, unallocated."""
+    owner = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod["metadata"]["name"],
+        "uid": pod["metadata"]["uid"],
+    }
+    request = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": 1}
+    return {
+        "apiVersion": RESOURCE_V1,
+        "kind": "ResourceClaim",
+        "metadata": {
+            "generateName": f"{pod['metadata']['name']}-extended-resources-",
+            "namespace": pod["metadata"]["namespace"],
+            "annotations": {EXTENDED_RESOURCE_CLAIM: "true"},
+            "ownerReferences": [{**owner, "controller": True}],
+        },
+        "spec": b.claim_spec([{"name": "container-0-request-0", "exactly": request}]),
+    }
+
+
+def test_claim_left_by_a_killed_scheduler_strands_its_pod(
+    kube: Kube,
+    namespace: str,
+    driver: DriverUnderTest,
+    gpu_pool: MakeGpuPool,
+    local_cluster: LocalCluster,
+) -> None:
+    """Upstream behaviour, found by restarting the scheduler mid-cycle: a scheduler killed
+    between creating a pod's extended-resource claim (PreBind) and allocating it leaves the
+    claim behind. The next scheduler rejects the pod on every node ("cannot schedule
+    extended resource claim"), deletes the claim in PostFilter ("deletion of ResourceClaim
+    completed") and then does not retry: the deleted claim had no allocation, so its
+    queueing hint skips the pod, which waits for the unschedulable-pod flush (5 minutes by
+    default) although every GPU is free. Staged here deterministically: the leftover claim
+    is written exactly as the scheduler writes it, while the scheduler is down."""
+    pool = gpu_pool(nodes=1, gpus=2)
+    _wait_no_other_claims_moving(kube, namespace)
     with component_down(local_cluster, "kube-scheduler"):
-        pod = kube.create(b.legacy_pod("stranded", namespace, gpu, 1, node_selector=pool.node_selector))
-        leftover = kube.create(
-            {
-                "apiVersion": RESOURCE_V1,
-                "kind": "ResourceClaim",
-                "metadata": {
-                    "generateName": "stranded-extended-resources-",
-                    "namespace": namespace,
-                    "annotations": {EXTENDED_RESOURCE_CLAIM: "true"},
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "v1",
-                            "kind": "Pod",
-                            "name": "stranded",
-                            "uid": pod["metadata"]["uid"],
-                            "controller": True,
-                        }
-                    ],
-                },
-                "spec": b.claim_spec(
-                    [
-                        {
-                            "name": "container-0-request-0",
-                            "exactly": {
-                                "deviceClassName": driver.device_class,
-                                "allocationMode": "ExactCount",
-                                "count": 1,
-                            },
-                        }
-                    ]
-                ),
-            }
+        pod = kube.create(
+            b.legacy_pod("stranded", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
         )
+        leftover = kube.create(_claim_as_the_scheduler_writes_it(pod, driver.device_class))
 
     stuck = wait_unschedulable(kube, namespace, "stranded")
 

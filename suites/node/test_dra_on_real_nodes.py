@@ -15,8 +15,16 @@ from fixtures.realnodes import OLD_POOL, RealNodes, oldest_minor
 from harness.kit import builders as b
 from harness.kit.checks.detectors import detect_double_stack
 from harness.kit.drastate import allocated_devices, claims_of
-from harness.kit.nodepods import container_env, device_env, dra_calls, env_pod
+from harness.kit.nodepods import (
+    container_env,
+    container_output,
+    device_env,
+    dra_calls,
+    env_pod,
+    view_container,
+)
 from harness.kit.objects import Created
+from harness.kit.podresources import Held, get_held, list_held
 from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -68,6 +76,43 @@ def test_claim_template_pod_sees_exactly_its_devices_and_is_unprepared_after(
         describe=f"one NodeUnprepareResources on {node}",
     )
     assert not spec.exists()
+
+
+def test_a_sibling_container_of_the_claiming_pod_sees_none_of_its_devices(
+    real_nodes: RealNodes, real_namespace: str, gpu_class: str
+) -> None:
+    """Isolation (the checks NVIDIA's AI-conformance validators make): the container naming the
+    claim gets exactly its device, the pod's other container none, through the same kit
+    helpers qualify's node side uses for any driver (harness.kit.nodepods.view_container)."""
+    kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node("dra")
+    kube.create(b.claim_template("one", ns, [b.exact_request("gpu", gpu_class)]))
+    pod = b.pod(
+        "p",
+        ns,
+        containers=[
+            view_container("claims", real_nodes.image, ["env"], claims=["gpu"]),
+            view_container("plain", real_nodes.image, ["env"]),
+        ],
+        claim_templates={"gpu": "one"},
+        node_selector={"kubernetes.io/hostname": node},
+    )
+    pod["spec"]["automountServiceAccountToken"] = False
+    kube.create(pod)
+
+    wait_phase(kube, ns, "p", "Running")
+
+    [claim] = claims_of(kube, ns, "p")
+    [device] = [r["device"] for r in allocated_devices(claim)]
+    env = {
+        c: device_env(
+            dict(
+                line.split("=", 1) for line in container_output(kube, ns, "p", c).splitlines() if "=" in line
+            )
+        )
+        for c in ("claims", "plain")
+    }
+    assert env["claims"] == expected_env(node, [device], f"{ns}/{claim['metadata']['name']}")
+    assert env["plain"] == {}
 
 
 @pytest.mark.feature_gate("DRAResourceClaimDeviceStatus")
@@ -187,3 +232,54 @@ def test_a_kubelet_of_the_oldest_minor_prepares_the_claim_too(
     env = device_env(container_env(kube, ns, "p"))
     assert env == expected_env(node, [device], f"{ns}/{claim['metadata']['name']}")
     assert dra_calls(kube, node).get(PREPARE) == 1
+
+
+def _held_by(real_nodes: RealNodes, ns: str, pod: str) -> list[Held]:
+    """What the kubelet's PodResources API should say `pod`'s container holds: its claim's devices."""
+    [claim] = claims_of(real_nodes.kube, ns, pod)
+    uid, source = claim["metadata"]["uid"], f"dra {ns}/{claim['metadata']['name']}"
+    return [
+        Held(
+            "main",
+            source,
+            f"{r['driver']}/{r['pool']}/{r['device']}",
+            (cdi_device_id(DRIVER, uid, r["device"]),),
+        )
+        for r in allocated_devices(claim)
+    ]
+
+
+@pytest.mark.feature_gate("DRAExtendedResource")
+def test_pod_resources_reports_the_dra_devices_of_a_claim_pod_and_a_bridged_pod_until_they_end(
+    real_nodes: RealNodes, real_namespace: str, gpu_class: str, real_objects: Created
+) -> None:
+    """Monitoring agents attribute GPUs to pods through the kubelet's PodResources API (KEP-3695,
+    GA in 1.36): List and Get name each container's claim, its driver/pool/device and CDI device,
+    for a claim pod and for a bridged pod (the scheduler's claim), and List drops them once the
+    pods are gone."""
+    kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node("dra")
+    selectors = [f'device.driver == "{DRIVER}"']
+    real_objects.create(
+        b.device_class(f"{ns}-bridge", selectors=selectors, extended_resource_name="nvidia.com/gpu")
+    )
+    kube.create(b.claim_template("one", ns, [b.exact_request("gpu", gpu_class)]))
+    kube.create(env_pod("claimed", ns, real_nodes.image, node, claim_templates={"gpu": "one"}))
+    kube.create(env_pod("bridged", ns, real_nodes.image, node, limits={"nvidia.com/gpu": "1"}))
+    for pod in ("claimed", "bridged"):
+        wait_phase(kube, ns, pod, "Running")
+    root = real_nodes.kubelet_root(node)
+
+    listed = list_held(root)
+
+    want = {f"{ns}/{pod}": _held_by(real_nodes, ns, pod) for pod in ("claimed", "bridged")}
+    assert {k: v for k, v in listed.items() if k.startswith(f"{ns}/")} == want
+    assert [len(v) for v in want.values()] == [1, 1]
+    assert get_held(root, ns, "bridged") == want[f"{ns}/bridged"]
+    for pod in ("claimed", "bridged"):
+        kube.delete("v1", "Pod", pod, ns)
+    wait_for(
+        lambda: sorted(k for k in list_held(root) if k.startswith(f"{ns}/")),
+        lambda left: left == [],
+        timeout=TIMEOUTS.deletion,
+        describe=f"the kubelet's PodResources List without the pods of {ns}",
+    )

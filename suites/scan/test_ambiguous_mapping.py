@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
-from fixtures.scan import MakeKubeconfig
+from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.base import Cell
 from harness.core.expectations import ambiguous_mapping_outcome, deleting_a_class_drops_a_shared_mapping
 from harness.kit import builders as b
@@ -22,7 +22,6 @@ from harness.kit.kube import Kube
 from harness.kit.objects import Created
 from harness.kit.pods import own_reasons, scheduling_message, wait_phase, wait_unschedulable
 from harness.qualify.preflight import preflight
-from suites.scan.test_readiness_scan import _other_tests_gone, _scan
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster; the mapping is the session's
 
@@ -62,9 +61,9 @@ def test_two_classes_on_one_extended_resource_strand_pods_and_block_the_scan(
         # The newer class won: its claim selects the stand-in's devices, which this node lacks.
         assert own_reasons(scheduling_message(pod)) == {"cannot allocate all claims": 1}
         kubeconfig = service_account_kubeconfig(read=True)
-        _other_tests_gone(kube, namespace)
+        other_tests_gone(kube, namespace)
 
-        code, output, report = _scan(kubeconfig, tmp_path / "scan.json")
+        code, output, report = run_scan(kubeconfig, tmp_path / "scan.json")
 
         outcome = ambiguous_mapping_outcome(cell.number, [driver.device_class, standin])
         message = (

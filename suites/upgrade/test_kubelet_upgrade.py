@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from fake_driver.profiles import gpu_uuid
-from fixtures.requirements import provider_unmet, skip
+from fixtures.requirements import not_built, skip
 from fixtures.upgrade import Rehearsal, StartRehearsal
 from harness.clusters.local.upgrade import SKEW_POLICY, UpgradeRefused
 from harness.clusters.realnodes.pools import RealNodes, RealPool
@@ -33,7 +33,7 @@ def _start(rehearsal: StartRehearsal) -> tuple[Rehearsal, str, Obj]:
     matrix = load_matrix()
     missing = [m for m in (BEFORE, AFTER) if kubelet_built(matrix.minor(m)) is None]
     if missing:
-        skip(provider_unmet(f"the kubelet of {', '.join(missing)} is not built: make upgradeparts"))
+        skip(not_built(f"the kubelet of {', '.join(missing)} is not built: make upgradeparts"))
     r = rehearsal(BEFORE, "defaults", needs=[AFTER], real_pools=[POOL])
     [node] = POOL.node_names()
     r.objects.create(b.claim_template("gpu", r.fleet.namespace, [b.exact_request("gpu", r.fleet.gpu_class)]))

@@ -131,3 +131,43 @@ def test_the_target_scan_warns_of_objects_written_through_versions_removed_later
     assert [(w.removal, w.resource, w.name, w.managers) for w in crossed] == [
         (v1beta1, "deviceclasses", "written-v1beta1", (manager,))
     ]
+
+
+def test_the_target_scan_of_an_older_minor_is_a_downgrade_check_and_of_its_own_minor_says_so(
+    rehearsal: StartRehearsal,
+) -> None:
+    r = rehearsal("1.37")
+    ns = r.fleet.namespace
+    for obj in gang_objects(gang_api("1.37"), "train", ns, min_count=2):
+        r.objects.create(obj)
+
+    def scanned(target: str) -> list[tuple[str, Severity, str, str]]:
+        findings = scan(
+            r.cluster.kubeconfig, r.fleet.extended_resource, "dra-harness.io/pool", ["gpu.nvidia.com"], target
+        ).findings
+        return [
+            (f.check, f.severity, f.subject, f.message)
+            for f in findings
+            if f.check in {*TARGET_CHECKS, "target", "kubelet-newer"}
+        ]
+
+    back = scanned("1.36")
+    assert [f for f in back if f[0] == "stored-api-version"] == [
+        (
+            "stored-api-version",
+            Severity.BLOCKING,
+            f"{kind}/{ns}/train",
+            "stored as scheduling.k8s.io/v1beta1, which 1.36 cannot read",
+        )
+        for kind in ("podgroups", "workloads")
+    ]
+    assert back[-1] == (
+        "target",
+        Severity.INFO,
+        "cluster",
+        "1.36 is older than the cluster's 1.37: a downgrade; gates, API removals and renamed metrics are "
+        "compared for upgrades only",
+    )
+    assert scanned("1.37") == [
+        ("target", Severity.INFO, "cluster", "the cluster runs 1.37 already: nothing to check")
+    ]

@@ -158,3 +158,20 @@ def test_stop_removes_the_socket(fleet: Fleet, root: Path) -> None:
     assert server.socket.is_socket()
     server.stop()
     assert not server.socket.exists()
+
+
+def test_time_slicing_replicas_advertise_each_gpu_n_times_and_a_container_sees_it_once(root: Path) -> None:
+    fleet = parse_fleet(
+        "pools: [{name: ts, count: 1, profile: a100-40gb, gpus: 2, device_plugin: true,"
+        " time_slicing_replicas: 4}]"
+    )
+    with DevicePluginServer(fleet.node("ts-0"), plugin_dir=root) as plugin, dial(plugin) as ch:
+        uuids = [g.uuid for g in plugin.gpus]
+        stream = stub(plugin, ch).ListAndWatch(pb.Empty(), timeout=10)
+        ids = [d.ID for d in next(stream).devices]
+        stream.cancel()
+        two_of_one = pb.ContainerAllocateRequest(devices_ids=[f"{uuids[1]}::0", f"{uuids[1]}::3"])
+        resp = stub(plugin, ch).Allocate(pb.AllocateRequest(container_requests=[two_of_one]), timeout=10)
+
+    assert ids == [f"{u}::{i}" for u in uuids for i in range(4)]
+    assert [dict(c.envs) for c in resp.container_responses] == [{"NVIDIA_VISIBLE_DEVICES": uuids[1]}]

@@ -21,6 +21,9 @@ PROBE = Path(os.environ.get("DRA_HARNESS_STOP_PROBE", "/nonexistent"))
 def recorded() -> Iterator[None]:
     (PROBE / "setup").write_text(str(os.getpid()))
     yield
+    if os.environ.get("DRA_HARNESS_STOP_HOLD"):  # a teardown that lasts until the test says
+        (PROBE / "tearing-down").write_text("")
+        wait_for(lambda: (PROBE / "release").exists(), timeout=60, describe="the test's release")
     (PROBE / "teardown").write_text(str(os.getpid()))
 
 

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 from harness.clusters.host.identity import ProcessIdentity
 from harness.clusters.named import lifecycle as named
+from harness.clusters.named import supervisor
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import (
     assert_nothing_left,
@@ -90,13 +92,17 @@ def test_twenty_interrupts_of_cluster_up_leave_nothing_running(name: str) -> Non
         assert up.poll() is None or moment == "ready", f"`up` ended before {moment!r}: {up.communicate()}"
         interrupt(up, sig)
         code, out, err = finish(up, f"cluster up after {sig.name} at {moment!r}")
-        assert "Traceback" not in err, err
+        # "at once" may land while the interpreter itself starts, before any line of ours runs:
+        # CPython then reports its own init failure (a fresh venv's first imports are slow).
+        in_startup = moment == "at once" and err.startswith("Fatal Python error: init_")
+        assert in_startup or "Traceback" not in err, err
         if "export KUBECONFIG=" in out:  # the signal came after `up` reported success: a cluster
             assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
         assert_nothing_left(directory, recorded_ports(directory) or ports, f"{sig.name} at {moment!r}")
         # Before Python's handlers exist the signal kills `up` outright (-N); after, it unwinds
         # (128 + N); at "ready", `up` may already have finished (0).
         allowed = {-sig.value, 128 + sig.value} | ({0} if moment == "ready" else set())
+        allowed |= {1, -signal.SIGABRT.value} if in_startup else set()  # Py_FatalError: exit 1 or abort
         assert code in allowed, (moment, sig.name, code, err)
         outcomes.append((moment, sig.name, code))
     print("\n".join(f"{m:>20} {s:>7} -> exit {c}" for m, s, c in outcomes))
@@ -212,3 +218,35 @@ def test_list_shows_running_and_stopped_clusters_and_delete_removes_only_a_stopp
         f"dra-harness: no cluster {name!r} in {named.clusters_root()}; "
         "`dra-harness cluster list` shows them\n",
     )
+
+
+def test_a_frozen_api_server_is_not_ready_and_status_is_one_line(name: str) -> None:
+    """Issue 41: with kube-apiserver stopped (SIGSTOP) the supervisor kept saying "ready" and
+    `cluster status` ended in a traceback. Now the record says so within a health period and
+    status is one line at once; SIGCONT brings "ready" back."""
+    assert finish(cli("cluster", "up", "--name", name), "up")[0] == 0
+    record = named.running(name)
+    assert record is not None
+    apiserver = record.components["kube-apiserver"].pid
+    os.kill(apiserver, signal.SIGSTOP)
+    try:
+        phase = wait_for(
+            lambda: (named.running(name) or record).phase,
+            lambda p: p.startswith("unresponsive"),
+            timeout=supervisor.HEALTH_EVERY * (supervisor.MISSES + 2),
+            describe="the record to say the API server is unresponsive",
+        )
+        assert phase.startswith("unresponsive: kube-apiserver /readyz: "), phase
+        started = time.monotonic()
+        code, _, err = finish(cli("cluster", "status", "--name", name), "status")
+        assert (code, err) == (1, f"dra-harness: cluster {name!r} is {phase}\n")
+        assert time.monotonic() - started < 10
+    finally:
+        os.kill(apiserver, signal.SIGCONT)
+    wait_for(
+        lambda: (named.running(name) or record).phase,
+        lambda p: p == "ready",
+        timeout=supervisor.HEALTH_EVERY * 3,
+        describe="the record to say ready again",
+    )
+    assert finish(cli("cluster", "status", "--name", name), "status")[0] == 0

@@ -69,6 +69,10 @@ def test_qualify_on_a_mixed_fleet_passes_and_names_what_is_not_supported(
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     report = json.loads((out / "qualify.json").read_text())
     assert report["totals"]["failed"] == report["totals"]["errors"] == 0
+    assert report["tested"] == (
+        f"the driver {DRIVER} (the harness's stand-in: its fake driver published under this name), "
+        "on the nodes of the cluster the kubeconfig names"
+    )
     verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
     assert verdicts == {
         "bridging": "PASS",

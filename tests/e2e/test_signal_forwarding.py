@@ -32,11 +32,11 @@ def _commands() -> dict[str, list[str]]:
     }
 
 
-def _start(argv: list[str], probe: Path) -> subprocess.Popen[str]:
+def _start(argv: list[str], probe: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "harness.cli.main", *argv],
         cwd=REPO_ROOT,
-        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(probe)},
+        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(probe), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -99,3 +99,26 @@ def test_a_stopped_parallel_run_stops_its_one_shared_cluster(tmp_path: Path, sig
     ]
     assert sum((d / "state.json").exists() for d in run_dirs) == 1, run_dirs  # one owner started it
     assert [p for d in run_dirs for p in processes_of(d)] == []
+
+
+@pytest.mark.parametrize("command", ["matrix", "run"])
+def test_a_second_ctrl_c_during_the_teardown_is_one_line_and_130(tmp_path: Path, command: str) -> None:
+    """Issue 41: the second Ctrl-C abandoned pytest mid-teardown; its interrupt report then
+    ended in a traceback (its PDEATHSIG SIGTERM) after our line. Now the teardown finishes."""
+    proc = _start(_commands()[command], tmp_path, DRA_HARNESS_STOP_HOLD="1")
+    try:
+        wait_for(lambda: (tmp_path / "setup").exists(), timeout=120, describe="the cell's test to start")
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: (tmp_path / "tearing-down").exists(), timeout=60, describe="the teardown to start")
+        proc.send_signal(signal.SIGINT)  # the second Ctrl-C, while pytest tears down
+        wait_for(lambda: proc.poll() is None, timeout=5, describe="the command to outlive the second Ctrl-C")
+        (tmp_path / "release").write_text("")
+        out, _ = proc.communicate(timeout=TIMEOUTS.deletion)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out, out
+    assert (tmp_path / "teardown").exists(), out  # the teardown ran to its end
+    stopped = "interrupted: stopping running cells" if command == "matrix" else "dra-harness: interrupted"
+    assert out.count(stopped) == 1, out

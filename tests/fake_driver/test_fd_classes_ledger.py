@@ -120,6 +120,14 @@ def test_a_device_plugin_pool_has_gpus_but_no_dra_device_and_is_not_double_adver
         ({"dra": False}, "dra: false is a device-plugin pool: it needs device_plugin: true, no mig"),
         ({"dra": "no", "device_plugin": True}, "dra must be true or false, got 'no'"),
         ({"device_plugin": 1}, "device_plugin must be true or false, got 1"),
+        (
+            {"time_slicing_replicas": 4},
+            "time_slicing_replicas is the device plugin's: it needs device_plugin: true",
+        ),
+        (
+            {"time_slicing_replicas": 0, "device_plugin": True},
+            "time_slicing_replicas must be an integer in [1, 64], got 0",
+        ),
     ],
 )
 def test_dra_false_is_only_a_device_plugin_pool(fields: dict[str, object], message: str) -> None:

@@ -32,10 +32,19 @@ def _write(tmp_path: Path, text: str) -> str:
         (
             "pools: [{name: x, profile: t4, gpus: 1, colour: red}]",
             "pool 'x': unknown pool field 'colour'; valid choices: name, nodes, count, profile, gpus, "
-            "personality, mig, device_plugin, dra, consumable_capacity, device_status, driver_version, "
-            "cuda_driver_version",
+            "personality, mig, device_plugin, time_slicing_replicas, dra, consumable_capacity, partitions, "
+            "device_status, driver_version, cuda_driver_version",
         ),
         ("pools: [{name: x, profile: t4, gpus: 1, mig: static}]", "profile t4 is not MIG-capable"),
+        (  # issue 41: a traceback in every reader of the fleet
+            "pools: [{name: x, profile: t4, gpus: 1, driver_version: 9999-12-31T23:59:59-23:00}]",
+            "pool 'x': driver_version must be a version like 580.95.05, got the YAML timestamp "
+            "9999-12-31 23:59:59-23:00 (quote it)",
+        ),
+        (
+            "pools: [{name: x, profile: t4, gpus: 1, cuda_driver_version: x.y}]",
+            "pool 'x': cuda_driver_version must be a version like 13.0, got 'x.y'",
+        ),
     ],
 )
 def test_bad_fleet_is_one_line_exit_2(

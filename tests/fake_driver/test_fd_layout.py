@@ -249,3 +249,82 @@ def test_ledger_records_map_devices_to_physical_gpus() -> None:
     assert rec["gpu-1"].memory_slices == frozenset(range(8))
     assert rec["gpu-0-mig-3g40gb-9-4"].gpu_uuid == r.gpus[0].uuid
     assert rec["gpu-0-mig-3g40gb-9-4"].memory_slices == frozenset({4, 5, 6, 7})
+
+
+# What the real dra-example-driver v0.4.0 published for node plain-0 with --num-devices=4
+# (tests/fake_driver/test_fd_real_fidelity.py compares whole pools on real nodes).
+REAL_EXAMPLE_UUIDS_PLAIN_0 = (
+    "gpu-f1979a04-c735-e6cd-7bd4-53566467a71e",
+    "gpu-9758548c-5dfd-3bf2-da37-8d2d91393301",
+    "gpu-0fa3e379-0cc9-a0de-d140-fb3e2857129b",
+    "gpu-39365a40-2b25-7b7f-e026-7bcac030b547",
+)
+
+
+def test_example_uuids_are_the_real_drivers_for_the_node_name() -> None:
+    pool = {"name": "plain", "nodes": ["plain-0"], "profile": "l4", "gpus": 4, "personality": "example-v0.4"}
+    r = render_node(fleet_from_dict({"pools": [pool]}).node("plain-0"), (1, 35))
+    assert [d["attributes"]["uuid"]["string"] for d in _devices(r)] == list(REAL_EXAMPLE_UUIDS_PLAIN_0)
+
+
+def test_example_partitions_counter_slice_then_one_devices_slice() -> None:
+    r = _render((1, 35), personality="example-v0.4", profile="l4", gpus=2, partitions=2)
+    counters, devices = (s["spec"] for s in r.slices)
+    assert counters["sharedCounters"] == [
+        {"name": f"gpu-{i}-counters", "counters": {"memory": {"value": "80Gi"}, "compute": {"value": "100"}}}
+        for i in range(2)
+    ]
+    assert "devices" not in counters
+    names = [d["name"] for d in devices["devices"]]
+    assert names == [f"gpu-{i}-{s}" for i in range(2) for s in ("partition-0", "partition-1", "full")]
+    half, full = devices["devices"][1], devices["devices"][2]
+    assert half["capacity"] == {"memory": {"value": "40Gi"}, "compute": {"value": "50"}}
+    assert half["consumesCounters"] == [
+        {
+            "counterSet": "gpu-0-counters",
+            "counters": {"memory": {"value": "40Gi"}, "compute": {"value": "50"}},
+        }
+    ]
+    assert half["attributes"]["partition"] == {"int": 1}
+    assert full["attributes"]["full"] == full["attributes"]["partitionable"] == {"bool": True}
+    assert "partition" not in full["attributes"]
+    assert [sorted(rec.memory_slices) for rec in r.devices[:3]] == [[0], [1], [0, 1]]
+
+
+def test_example_partitions_before_1_35_share_a_slice_with_their_counters() -> None:
+    r = _render((1, 34), personality="example-v0.4", profile="l4", gpus=2, partitions=3)
+    assert [len(s["spec"]["devices"]) for s in r.slices] == [4, 4]
+    # 80Gi / 3 and 100 / 3 as the driver divides them (resource.NewQuantity(value / N)).
+    assert _devices(r)[0]["capacity"]["memory"] == {"value": "28633115306"}
+    assert _devices(r)[0]["capacity"]["compute"] == {"value": "33"}
+
+
+def test_example_partitions_with_multiple_allocations_bound_the_request_to_the_partition() -> None:
+    r = _render(
+        (1, 35), personality="example-v0.4", profile="l4", gpus=1, partitions=2, consumable_capacity=True
+    )
+    policy = _devices(r)[0]["capacity"]["memory"]["requestPolicy"]
+    assert policy == {"default": "40Gi", "validRange": {"min": "1Gi", "step": "1Gi", "max": "40Gi"}}
+
+
+@pytest.mark.parametrize(
+    ("pool", "message"),
+    [
+        (
+            {"partitions": 2},
+            r"personality nvidia-v0\.4 has no GPU partitions; personalities that do: example",
+        ),
+        ({"partitions": 81, "personality": "example-v0.4"}, r"partitions must be an integer in \[0, 80\]"),
+        (
+            {
+                "partitions": 2,
+                "personality": "example-v0.4",
+                "mig": {"mode": "static", "layout": ["7g.80gb"]},
+            },
+            r"partitions cannot be combined with MIG",
+        ),
+    ],
+)
+def test_bad_partitions_are_refused(pool: dict[str, Any], message: str) -> None:
+    with pytest.raises(FleetError, match=message):
+        _render((1, 35), **pool)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -54,17 +54,36 @@ def popen_child(argv: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes
     )
 
 
+@contextlib.contextmanager
+def stops_deferred() -> Iterator[None]:
+    """A second Ctrl-C (or SIGTERM) while children tear down is ignored, not raised: raised,
+    it abandoned the child mid-teardown, whose PDEATHSIG SIGTERM then ended its own interrupt
+    report in a traceback under our "interrupted" line. The teardown is bounded already."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in previous:
+        signal.signal(s, lambda *_: None)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def forward_stop(proc: subprocess.Popen[bytes], interrupt: KeyboardInterrupt) -> None:
     """Send the child the signal we got (SIGINT or SIGTERM), wait for its teardown (bounded),
     then SIGKILL its process group if it is still there."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, getattr(interrupt, "signum", signal.SIGINT))
-    try:
-        proc.wait(timeout=CHILD_TEARDOWN_SECONDS)
-    except subprocess.TimeoutExpired:
+    with stops_deferred():
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+            os.killpg(proc.pid, getattr(interrupt, "signum", signal.SIGINT))
+        try:
+            proc.wait(timeout=CHILD_TEARDOWN_SECONDS)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def run_child(argv: Sequence[str], **kwargs: object) -> int:

@@ -54,9 +54,14 @@ SYSCTLS = (
 # slot is claimed, given back with the other sysctls by the last slot.
 INOTIFY_FLOOR = {"fs/inotify/max_user_instances": 8192, "fs/inotify/max_user_watches": 524288}
 CHAIN_PREFIXES = ("KUBE-", "CNI-")
-# Paths the kubelet and CNI hard-code: each node bind-mounts its own directory over them in its
-# mount namespace, so they must exist on the host (created here if absent, removed by the last).
-MOUNTPOINTS = ("/var/lib/kubelet/device-plugins", "/var/log/containers", "/var/lib/cni")
+# Paths the kubelet, CNI, CDI and real drivers hard-code: each node bind-mounts its own directory
+# over them in its mount namespace (realnodes.config NodeLayout.binds), so they must exist on the
+# host (created here if absent, removed by the last).
+KUBELET_ROOT = "/var/lib/kubelet"  # the kubelet's --root-dir default
+# The CDI spec directories containerd reads by default (tags.cncf.io/container-device-interface
+# pkg/cdi DefaultSpecDirs): static specs, and dynamic ones such as drivers write at Prepare.
+STATIC_CDI_DIR, CDI_DIR = "/etc/cdi", "/var/run/cdi"
+MOUNTPOINTS = (KUBELET_ROOT, "/var/log/containers", "/var/lib/cni", CDI_DIR, STATIC_CDI_DIR)
 IPTABLES = ("iptables", "ip6tables")
 MAX_CLUSTERS = 60
 
@@ -269,6 +274,14 @@ def _slots() -> list[Slot]:
     return [Slot(int(p.stem[1:])) for p in STATE_ROOT.glob("c*.json") if p.stem[1:].isdigit()]
 
 
+def _record_created(created: list[str]) -> None:
+    path = STATE_ROOT / "baseline.json"
+    baseline = json.loads(path.read_text()) if path.exists() else None
+    if baseline is not None:
+        baseline["created"] = [*baseline["created"], *created]
+        path.write_text(json.dumps(baseline))
+
+
 def claim() -> Slot:
     """A free slot for this process; the first slot on the host records the host's state."""
     with _locked():
@@ -277,12 +290,14 @@ def claim() -> Slot:
         free = next((i for i in range(1, MAX_CLUSTERS + 1) if i not in taken), None)
         if free is None:
             raise HarnessError(f"{MAX_CLUSTERS} clusters with real nodes are running on this host")
+        created = [str(d) for m in MOUNTPOINTS for d in _missing_dirs(Path(m))]
         if not taken:
-            created = [str(d) for m in MOUNTPOINTS for d in _missing_dirs(Path(m))]
-            for m in MOUNTPOINTS:
-                Path(m).mkdir(parents=True, exist_ok=True)
             baseline = {"sysctls": sysctl_values(), "chains": iptables_chains(), "created": created}
             (STATE_ROOT / "baseline.json").write_text(json.dumps(baseline))
+        elif created:  # a slot of an older harness is running: its baseline lacks these
+            _record_created(created)
+        for m in MOUNTPOINTS:
+            Path(m).mkdir(parents=True, exist_ok=True)
         _raise_inotify_limits()
         slot = Slot(free)
         owner = ProcessIdentity.of(os.getpid())

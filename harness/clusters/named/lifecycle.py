@@ -25,8 +25,10 @@ from typing import Any
 
 from harness.clusters.host.identity import ProcessIdentity
 from harness.clusters.host.processes import log_tail
+from harness.clusters.local.upgrade import kubelet_refusal
 from harness.clusters.named import gpufleet
-from harness.clusters.realnodes.pools import RealPool, real_node_parts
+from harness.clusters.realnodes.external import check_driver_names, external_plugin
+from harness.clusters.realnodes.pools import cluster_up_pool, real_node_parts
 from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
 from harness.core.errors import HarnessError, WaitTimeout
 from harness.core.versions import REPO_ROOT, GateProfile, Minor, load_matrix
@@ -160,6 +162,8 @@ def up(
     explicit: bool,
     real_nodes: int = 0,
     fleet: Path | None = None,
+    driver: str = "",
+    kubelet: str | None = None,
 ) -> tuple[ClusterRecord, bool]:
     """Start the named cluster, or attach to the one starting or running under that name.
     Returns (record once ready, whether it was already there). `explicit`: the caller named a
@@ -174,7 +178,7 @@ def up(
                 _refuse_other_cell(record, minor, profile, explicit)
             else:
                 _clear_stale(directory, record)
-                spawned, record = _spawn(directory, name, minor, profile, real_nodes, fleet)
+                spawned, record = _spawn(directory, name, minor, profile, real_nodes, fleet, driver, kubelet)
         return _await_ready(directory, record, spawned), spawned is None
     except BaseException:
         if spawned is not None:
@@ -188,23 +192,49 @@ def start(
     gates: str | None,
     real_nodes: int = 0,
     fleet: Path | None = None,
+    driver: str = "",
+    kubelet: str | None = None,
 ) -> tuple[ClusterRecord, bool]:
     """`dra-harness cluster up`: check the name, the cell and the fleet file, build what is
     missing in the foreground (where its progress is visible), then `up`. A version or
-    profile left out matches whatever the named cluster runs."""
+    profile left out matches whatever the named cluster runs. `kubelet`: the real nodes'
+    minor when it is not the cluster's (older, within the version-skew policy)."""
     validate_name(name)
     matrix = load_matrix()
     minor = matrix.minor(k8s_version or matrix.default_minor)
     profile = minor.profile(gates or matrix.default_profile)
-    if fleet is not None:
-        gpufleet.read_fleet(fleet)  # one line now, not a failed start later
-    if real_nodes:  # before any build: an unbuilt kubelet is one line, nothing started
-        real_node_parts(matrix, minor, [RealPool(count=real_nodes)])
+    if kubelet is not None:  # the real nodes' minor: known, and one the skew policy allows
+        kubelet = matrix.minor(kubelet).name
+        refusal = "give --real-nodes N too" if not real_nodes else kubelet_refusal(minor.name, kubelet)
+        if refusal:
+            raise HarnessError(f"--kubelet {kubelet}: {refusal}")
+    if driver and not real_nodes:
+        raise HarnessError("--driver runs on real nodes: give --real-nodes N too")
+    fake = gpufleet.read_fleet(fleet).drivers if fleet is not None else ()  # one line now
+    if real_nodes:  # before any build: an unbuilt kubelet or driver is one line, nothing started
+        plugin = external_plugin(driver) if driver else None
+        if plugin is not None:
+            check_driver_names([*(("the fake driver's fleet", d) for d in fake), (driver, plugin.driver)])
+        try:
+            real_node_parts(matrix, minor, [cluster_up_pool(real_nodes, driver, kubelet)])
+        except HarnessError as err:
+            if kubelet or not minor.kubelet_unavailable:
+                raise
+            raise HarnessError(f"{err}; --kubelet MINOR runs an older minor's kubelet under it") from None
     if running(name) is None:
         ensure_controlplane(minor)
         ensure_kwok(matrix)
     explicit = k8s_version is not None or gates is not None
-    return up(name, minor, profile, explicit=explicit, real_nodes=real_nodes, fleet=fleet)
+    return up(
+        name,
+        minor,
+        profile,
+        explicit=explicit,
+        real_nodes=real_nodes,
+        fleet=fleet,
+        driver=driver,
+        kubelet=kubelet,
+    )
 
 
 def acknowledge(record: ClusterRecord) -> None:
@@ -301,11 +331,20 @@ def _clear_stale(directory: Path, record: ClusterRecord | None) -> None:
 
 
 def _spawn(
-    directory: Path, name: str, minor: Minor, profile: GateProfile, real_nodes: int, fleet: Path | None
+    directory: Path,
+    name: str,
+    minor: Minor,
+    profile: GateProfile,
+    real_nodes: int,
+    fleet: Path | None,
+    driver: str = "",
+    kubelet: str | None = None,
 ) -> tuple[subprocess.Popen[bytes], ClusterRecord]:
     argv = [sys.executable, "-m", "harness.clusters.named.supervisor", "--state-dir", str(directory)]
     argv += ["--k8s-version", minor.name, "--gates", profile.name, "--owner-pid", str(os.getpid())]
     argv += [f"--real-nodes={real_nodes}"] if real_nodes else []
+    argv += [f"--driver={driver}"] if driver else []
+    argv += [f"--kubelet={kubelet}"] if kubelet else []
     argv += ["--fleet", str(fleet.resolve())] if fleet else []
     with (directory / LOG).open("wb") as log:
         proc = subprocess.Popen(
@@ -342,12 +381,19 @@ def _await_ready(
             raise HarnessError(f"cluster {record.name!r} did not start:\n{tail}")
         return read_record(directory)
 
-    ready = wait_for(
-        observe,
-        lambda r: r is not None and r.phase == "ready" and r.supervisor == record.supervisor,
-        timeout=READY_TIMEOUT,
-        describe=f"cluster {record.name!r} ready",
-    )
+    try:
+        ready = wait_for(
+            observe,
+            lambda r: r is not None and r.phase == "ready" and r.supervisor == record.supervisor,
+            timeout=READY_TIMEOUT,
+            describe=f"cluster {record.name!r} ready",
+        )
+    except WaitTimeout:  # its message holds the whole record: one line says what matters
+        last = (log_tail(directory / LOG, 1).strip() or "nothing").splitlines()[-1]
+        raise HarnessError(
+            f"cluster {record.name!r} was not ready within {READY_TIMEOUT:g} s and is stopped; "
+            f"its supervisor's last line: {last[:200]}; logs in {directory / 'logs'}"
+        ) from None
     assert ready is not None
     return ready
 
@@ -367,11 +413,17 @@ def _stop_supervisor(identity: ProcessIdentity, proc: subprocess.Popen[bytes] | 
     try:
         wait_for(gone, timeout=TIMEOUTS.deletion, describe=f"supervisor pid {identity.pid} to exit")
     except WaitTimeout:
-        if proc is not None:
-            proc.kill()
-            proc.wait(timeout=10)
-        else:
+        if proc is None:
             identity.kill()
+            return
+        proc.kill()
+        try:  # a process in uninterruptible I/O (a loaded machine) dies when that returns
+            proc.wait(timeout=TIMEOUTS.deletion)
+        except subprocess.TimeoutExpired:
+            raise HarnessError(
+                f"the supervisor (pid {identity.pid}) did not exit within {TIMEOUTS.deletion:g} s of SIGTERM "
+                f"nor {TIMEOUTS.deletion:g} s of SIGKILL; its components die with it (PR_SET_PDEATHSIG)"
+            ) from None
 
 
 def _kill_components(record: ClusterRecord) -> None:

@@ -31,9 +31,10 @@ from fake_driver.errors import FakeDriverError
 from harness.clusters.host.identity import ProcessIdentity
 from harness.clusters.host.processes import ManagedProcess, exit_code, install_signal_teardown
 from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.local.components import BY_NAME
 from harness.clusters.named.lifecycle import ACKNOWLEDGE, ClusterRecord, write_record
 from harness.clusters.named.upgrade import UPGRADE, carry_out, phase_after, take_request
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import cluster_up_pool
 from harness.core.errors import HarnessError
 
 _PR_SET_PDEATHSIG = 1
@@ -104,8 +105,9 @@ class _Fleet:
         copy = state_dir / gpufleet.FLEET_COPY
         if fleet_file.resolve() != copy.resolve():
             shutil.copyfile(fleet_file, copy)
+        kube, fleet = Kube.from_kubeconfig(cluster.kubeconfig), gpufleet.read_fleet(copy)
         try:
-            gpufleet.create_fleet(Kube.from_kubeconfig(cluster.kubeconfig), gpufleet.read_fleet(copy))
+            gpufleet.create_fleet(kube, fleet)
         except FakeDriverError as err:  # e.g. the installer's device-plugin guard
             raise HarnessError(f"fleet {fleet_file}: {err}") from None
         argv = gpufleet.publisher_argv(copy, cluster.kubeconfig)
@@ -113,6 +115,11 @@ class _Fleet:
             "fake-driver-publisher", argv, cluster.log_path("fake-driver-publisher")
         )
         self.publisher.start()
+        try:
+            gpufleet.wait_published(kube, fleet, self.publisher.check_running)
+        except BaseException:  # the supervisor's teardown knows no fleet yet
+            self.publisher.stop()
+            raise
         self.started = time.monotonic()
         self.restarts = 0
         self.failures = 0  # exits since the publisher last stayed up STABLE_SECONDS
@@ -166,14 +173,46 @@ def _record(
     )
 
 
+# How often the ready supervisor asks kube-apiserver's /readyz (each ask bounded by
+# health.get's 2 s timeout): a stopped (SIGSTOP) or hung API server is not "ready". It takes
+# MISSES unanswered asks in a row, so one slow answer on a loaded machine does not count.
+HEALTH_EVERY = 10.0
+MISSES = 2
+
+
+class _Health:
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.phase, self.due, self.misses = "ready", time.monotonic() + HEALTH_EVERY, 0
+
+    def changed(self) -> bool:
+        """Whether the phase changed with this ask (asked when due)."""
+        if time.monotonic() < self.due:
+            return False
+        status, body = BY_NAME["kube-apiserver"].probe(self.cluster)()  # its port as of now (upgrades)
+        self.due = time.monotonic() + HEALTH_EVERY
+        self.misses = 0 if status == 200 else self.misses + 1
+        if 0 < self.misses < MISSES:
+            return False
+        phase = "ready" if status == 200 else f"unresponsive: kube-apiserver /readyz: {status or body}"
+        if phase == self.phase:
+            return False
+        print(phase, flush=True)
+        self.phase = phase
+        return True
+
+
 def _serve(args: argparse.Namespace, cluster: LocalCluster, fleet: _Fleet | None, watch: _OwnerWatch) -> int:
-    """Until a stop signal (returned): acknowledgements, upgrades, and the publisher kept
-    running. A stop signal that comes during an upgrade waits for its end."""
+    """Until a stop signal (returned): acknowledgements, upgrades, the publisher kept
+    running, and the API server's health in the record. A stop signal that comes during an
+    upgrade waits for its end."""
+    health = _Health(cluster)
     while True:
         got = signal.sigtimedwait(_WAITED, 0.5)  # below the shortest restart delay
         if got is None:
-            if fleet is not None and fleet.keep_running():
-                write_record(args.state_dir, _record(args, cluster, fleet))
+            restarted = fleet is not None and fleet.keep_running()
+            if health.changed() or restarted:
+                write_record(args.state_dir, _record(args, cluster, fleet, health.phase))
         elif got.si_signo == ACKNOWLEDGE:
             _die_with_owner(0)  # `up` told the user: the cluster now outlives it
             watch.release()
@@ -212,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gates", required=True)
     parser.add_argument("--owner-pid", type=int, required=True)
     parser.add_argument("--real-nodes", type=int, default=0)
+    parser.add_argument("--driver", default="", help="a real driver on the real nodes: example@v0.4.0")
+    parser.add_argument("--kubelet", help="the real nodes' minor (default: the cluster's)")
     parser.add_argument("--fleet", type=Path, help="fake_driver fleet file: nodes, classes, publisher")
     args = parser.parse_args(argv)
     _die_with_owner(signal.SIGTERM)
@@ -224,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the `cluster up` that started this supervisor is gone", file=sys.stderr)
         return 1
     watch = _OwnerWatch(args.owner_pid)
-    pools = [RealPool("real", count=args.real_nodes)] if args.real_nodes else []
+    pools = [cluster_up_pool(args.real_nodes, args.driver, args.kubelet)] if args.real_nodes else []
     cluster = LocalCluster(
         args.k8s_version, args.gates, run_dir=args.state_dir, keep_run_dir=True, real_pools=pools
     )

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from harness.clusters.host.state import CDI_DIR, KUBELET_ROOT, STATIC_CDI_DIR
+
 # Plugins that would touch host-global paths (/var/run/nri, /opt/containerd) or are unused.
 DISABLED_CONTAINERD_PLUGINS = (
     "io.containerd.nri.v1.nri",
@@ -34,7 +36,7 @@ class NodeLayout:
 
     @property
     def kubelet_root(self) -> Path:
-        """Short too: plugin sockets live below it (plugins/<driver>/dra.sock)."""
+        """Bind-mounted over /var/lib/kubelet in the node's mount namespace (KUBELET_ROOT)."""
         return self.state / "kubelet"
 
     @property
@@ -43,24 +45,30 @@ class NodeLayout:
 
     @property
     def cdi_dir(self) -> Path:
+        """Bind-mounted over /var/run/cdi in the node's mount namespace (CDI_DIR)."""
         return self.root / "cdi"
 
     @property
     def device_plugins(self) -> Path:
-        """Bind-mounted over /var/lib/kubelet/device-plugins in the node's mount namespace;
-        short, as the plugin sockets live in it."""
-        return self.state / "device-plugins"
+        """/var/lib/kubelet/device-plugins in the node's mount namespace."""
+        return self.kubelet_root / "device-plugins"
 
     @property
     def log_dir(self) -> Path:
         return self.root / "logs"
 
     def binds(self) -> dict[str, Path]:
-        """Host paths the kubelet or CNI hard-code -> this node's own directory."""
+        """Paths the kubelet, CNI, CDI and real drivers hard-code -> this node's own directory,
+        in mount order. Inside the namespace every node has the standard paths, so a driver
+        runs with its defaults and its socket paths stay short (a unix socket path has 108
+        bytes: under the node's own root a rolling-update registration socket needs up to 118)."""
         return {
-            "/var/lib/kubelet/device-plugins": self.device_plugins,
+            KUBELET_ROOT: self.kubelet_root,
             "/var/log/containers": self.root / "container-logs",
             "/var/lib/cni": self.root / "cni-cache",
+            CDI_DIR: self.cdi_dir,
+            # No host CDI spec reaches the node's containers.
+            STATIC_CDI_DIR: self.root / "cdi-static",
         }
 
 
@@ -81,7 +89,7 @@ def containerd_config(node: NodeLayout, runc: Path, cni_bin: Path, sandbox_image
         f"  sandbox = '{sandbox_image}'",
         f"[{cri_runtime}]",
         "  enable_cdi = true",
-        f"  cdi_spec_dirs = ['{node.cdi_dir}']",
+        f"  cdi_spec_dirs = ['{STATIC_CDI_DIR}', '{CDI_DIR}']",
         # This VM's root lacks CAP_SYS_RESOURCE: raising oom_score_adj fails every sandbox.
         "  restrict_oom_score_adj = true",
         "  netns_mounts_under_state_dir = true",

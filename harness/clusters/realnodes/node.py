@@ -1,12 +1,14 @@
 """One real node: a mount namespace of its own (held by a `sleep` under `unshare`), its own
 containerd and kubelet entered into it with `nsenter`, and the fake driver's kubelet plugin
-(and device plugin) as host processes. Every process starts in the node's tracking cgroup, so
+(and device plugin), or a real driver's kubelet plugin, entered into it too. Every process starts
+in the node's tracking cgroup, so
 teardown finds the containerd shims too (they leave containerd's process group by design:
 containerd core/runtime/v2/shim.go starts them in a session of their own).
 
-The namespace exists for the paths the kubelet hard-codes (/var/lib/kubelet/device-plugins,
-which every kubelet wipes at start; /var/log/containers) and for the mounts the kubelet and
-containerd make: they vanish with the namespace instead of outliving the node on the host.
+The namespace exists for the paths the kubelet, CDI and real drivers hard-code (/var/lib/kubelet,
+/var/run/cdi, /var/log/containers: NodeLayout.binds), so every node has them as its own, and for
+the mounts the kubelet and containerd make: they vanish with the namespace instead of outliving
+the node on the host.
 """
 
 from __future__ import annotations
@@ -24,8 +26,15 @@ from harness.clusters.host import health
 from harness.clusters.host.kubeconfig import write_kubeconfig
 from harness.clusters.host.pki import CertPair, node_client
 from harness.clusters.host.processes import ManagedProcess, log_tail
-from harness.clusters.host.state import CGROUP_ROOT, make_cgroup
+from harness.clusters.host.state import CDI_DIR, CGROUP_ROOT, KUBELET_ROOT, make_cgroup
 from harness.clusters.realnodes.config import NodeLayout, cni_config, containerd_config, kubelet_config
+from harness.clusters.realnodes.external import ExternalPlugin
+from harness.clusters.realnodes.nvidiaroot import (
+    describe_root,
+    make_root,
+    remove_driver_root,
+    sysfs_binds,
+)
 from harness.controlplane.nodeparts import NodeBinaries
 from harness.core.errors import ComponentFailed
 from harness.kit.builders import PAUSE_IMAGE
@@ -43,6 +52,9 @@ class NodeSpec:
     device_plugin: bool
     gates: Mapping[str, bool]
     driver: str  # the kubelet plugin's driver name
+    gpus: int = 0
+    external: ExternalPlugin | None = None  # a real driver's plugin instead of the fake one
+    profile: str = ""  # fake_driver GPU profile: a real driver with a fake driver root serves it
 
 
 class NodeFailed(ComponentFailed):
@@ -78,6 +90,13 @@ class RealNode:
     def log_path(self, component: str) -> Path:
         return self.layout.log_dir / f"{component}.log"
 
+    @property
+    def driver_root(self) -> Path | None:
+        """The fake driver root of a real driver that needs one (versions.toml
+        [drivers.*.root]), in the node's run directory; None for other plugins."""
+        external = self.spec.external
+        return self.layout.root / "driver-root" if external and external.spec.root else None
+
     # -- start ------------------------------------------------------------------------
 
     def prepare(self) -> None:
@@ -103,10 +122,16 @@ class RealNode:
         (n.root / "containerd.toml").write_text(config)
         (n.root / "cni-conf" / "10-dra-harness.conflist").write_text(cni_config(n))
         (n.root / "kubelet.yaml").write_text(kubelet_config(n, self.ca.cert, self.spec.gates))
+        if self.driver_root is not None and self.spec.external is not None:
+            make_root(
+                self.spec.external.spec.root, self.driver_root, n.name, self.spec.profile, self.spec.gpus
+            )
 
     def start_namespace(self) -> None:
+        extra = sysfs_binds(self.driver_root) if self.driver_root is not None else {}
         binds = " && ".join(
-            f"mount --bind {shlex.quote(str(src))} {dst}" for dst, src in self.layout.binds().items()
+            f"mount --bind {shlex.quote(str(src))} {dst}"
+            for dst, src in {**self.layout.binds(), **extra}.items()
         )
         inner = f"{binds} && exec sleep infinity"
         self._launch("namespace", ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", inner])
@@ -141,7 +166,7 @@ class RealNode:
             str(self.parts.kubelet),
             f"--config={n.root / 'kubelet.yaml'}",
             f"--kubeconfig={n.root / 'kubelet.kubeconfig'}",
-            f"--root-dir={n.kubelet_root}",
+            f"--root-dir={KUBELET_ROOT}",  # the node's own (NodeLayout.binds)
             f"--cert-dir={n.root / 'kubelet-pki'}",  # default: /var/lib/kubelet/pki, on the host
             f"--hostname-override={n.name}",
             f"--node-ip={n.ip}",
@@ -165,8 +190,12 @@ class RealNode:
         if component == "kubelet-plugin":
             self.start_plugin_instance()
         elif component == "device-plugin":
-            argv = [py, "-m", "fake_driver.deviceplugin", f"--node-name={n.name}"]
-            argv += [f"--fleet={self.spec.fleet_file}", "--no-api", f"--plugin-dir={n.device_plugins}"]
+            argv = [*self._nsenter(), py, "-m", "fake_driver.deviceplugin", f"--node-name={n.name}"]
+            argv += [
+                f"--fleet={self.spec.fleet_file}",
+                "--no-api",
+                f"--plugin-dir={KUBELET_ROOT}/device-plugins",
+            ]
             self._launch(component, [*argv, "--recheck=0.5"])
             # pkg/kubelet/cm/devicemanager/plugin/v1beta1/client.go, once ListAndWatch answered.
             line = '"State pushed for device plugin" resource="nvidia.com/gpu"'
@@ -179,35 +208,48 @@ class RealNode:
             self.start_containerd()
 
     def start_plugin_instance(self, uid: str = "") -> str:
-        """The fake driver's kubelet plugin; with `uid`, one instance of a rolling update
-        (sockets named per instance, beside any other instance). Returns once the kubelet has
+        """The node's kubelet plugin (the fake driver's, or the real driver of its pool) in
+        the node's mount namespace; with `uid`, one instance of a fake rolling update (sockets
+        named per instance, beside any other instance). Returns once the kubelet has
         connected to it; the component's name (`kubelet-plugin` or `kubelet-plugin@<uid>`)."""
         n, since = self.layout, self._log_size("kubelet")
         component = f"kubelet-plugin@{uid}" if uid else "kubelet-plugin"
-        self._launch(
-            component,
-            [
-                *[sys.executable, "-m", "fake_driver.kubeletplugin", f"--node-name={n.name}"],
-                *[f"--fleet={self.spec.fleet_file}", f"--kubeconfig={self.admin_kubeconfig}"],
-                f"--registry-dir={n.kubelet_root / 'plugins_registry'}",
-                f"--plugins-dir={n.kubelet_root / 'plugins'}",
-                f"--cdi-root={n.cdi_dir}",
-                f"--faults-file={self.faults_file}",
-                *([f"--rolling-update-uid={uid}"] if uid else []),
-            ],
-        )
-        endpoint = self.plugin_socket(uid)
+        external = self.spec.external
+        if external is not None:
+            argv = external.argv(n.name, self.admin_kubeconfig, self.spec.gpus, self.driver_root)
+            self._launch(
+                component,
+                [*self._nsenter(), *argv],
+                external.env(n.name, self.admin_kubeconfig, self.spec.gpus, self.driver_root),
+            )
+            also = "connected=true"  # the endpoint is the driver's own choice
+        else:
+            self._launch(
+                component,
+                [
+                    *self._nsenter(),
+                    *[sys.executable, "-m", "fake_driver.kubeletplugin", f"--node-name={n.name}"],
+                    *[f"--fleet={self.spec.fleet_file}", f"--kubeconfig={self.admin_kubeconfig}"],
+                    f"--registry-dir={KUBELET_ROOT}/plugins_registry",
+                    f"--plugins-dir={KUBELET_ROOT}/plugins",
+                    f"--cdi-root={CDI_DIR}",
+                    f"--faults-file={self.faults_file}",
+                    *([f"--rolling-update-uid={uid}"] if uid else []),
+                ],
+            )
+            also = f'endpoint="{self.plugin_endpoint(uid)}" connected=true'
         # pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go logs this once it can call the plugin.
         line = f'"Connection changed" logger="DRA registration handler" driverName="{self.spec.driver}"'
-        self._wait(
-            component,
-            lambda: self._logged("kubelet", since, line, f'endpoint="{endpoint}" connected=true'),
-            "registered",
-        )
+        self._wait(component, lambda: self._logged("kubelet", since, line, also), "registered")
         return component
 
+    def plugin_endpoint(self, uid: str = "") -> Path:
+        """The DRA socket of the fake plugin (instance) as the kubelet dials it, in the namespace."""
+        root = Path(KUBELET_ROOT)
+        return socket_paths(root / "plugins_registry", root / "plugins", self.spec.driver, uid)[0]
+
     def plugin_socket(self, uid: str = "") -> Path:
-        """The DRA socket of the plugin (instance) the kubelet dials."""
+        """The same socket seen from the host (below the node's own kubelet root)."""
         root = self.layout.kubelet_root
         return socket_paths(root / "plugins_registry", root / "plugins", self.spec.driver, uid)[0]
 
@@ -246,7 +288,9 @@ class RealNode:
         # The kubelet's plugin watcher finds the sockets already in plugins_registry (and the
         # device plugin re-registers: pkg/kubelet/cm/devicemanager wipes its directory).
         line = f'"Connection changed" logger="DRA registration handler" driverName="{self.spec.driver}"'
-        endpoint = f'endpoint="{self.plugin_socket()}" connected=true'
+        endpoint = (
+            "connected=true" if self.spec.external else f'endpoint="{self.plugin_endpoint()}" connected=true'
+        )
 
         def reconnected() -> bool:
             return self._logged("kubelet", since, line, endpoint)
@@ -270,6 +314,8 @@ class RealNode:
         containers) go with the cluster's host slot."""
         for name in reversed(list(self.components)):
             self.components.pop(name).stop(grace=5.0)
+        if self.driver_root is not None:  # its device nodes are the host's until removed
+            remove_driver_root(self.driver_root)
 
     def kubelet_log_mentions(self, text: str) -> bool:
         return text in self.log_path("kubelet").read_text(errors="replace")
@@ -295,13 +341,15 @@ class RealNode:
     def _nsenter(self) -> list[str]:
         return ["nsenter", f"--mount=/proc/{self.components['namespace'].pid}/ns/mnt", "--"]
 
-    def _launch(self, component: str, argv: Sequence[str]) -> None:
+    def _launch(
+        self, component: str, argv: Sequence[str], extra_env: Mapping[str, str] | None = None
+    ) -> None:
         procs = CGROUP_ROOT / "pids" / self.tracking_cgroup.strip("/") / "cgroup.procs"
         # Join the tracking cgroup before exec, so every descendant is found at teardown.
         wrapped = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *argv]
         # containerd's own shim first: Debian's would be found otherwise.
         path = [self.parts.containerd_dir, self.parts.runc.parent, *SYSTEM_PATH]
-        env = {"PATH": ":".join(map(str, path)), "HOME": "/root", "LANG": "C.UTF-8"}
+        env = {"PATH": ":".join(map(str, path)), "HOME": "/root", "LANG": "C.UTF-8", **(extra_env or {})}
         proc = ManagedProcess(f"{self.name}/{component}", wrapped, self.log_path(component), env=env)
         self.components[component] = proc
         proc.start()
@@ -326,6 +374,11 @@ class RealNode:
 
     def _failed(self, component: str, why: str) -> NodeFailed:
         log = self.log_path(component)
+        external = self.spec.external
+        if external is not None and component.startswith("kubelet-plugin"):
+            component = f"{component} (driver {external.label}, {external.binary})"
+            if self.driver_root is not None:
+                why = f"{why}; {describe_root(self.driver_root)}"
         return NodeFailed(
             f"node {self.name}: {component} did not come up ({why}); last lines of {log}:\n{log_tail(log)}"
         )

@@ -2,6 +2,7 @@
 their nodes started side by side, and a teardown that leaves the host as it was.
 
     LocalCluster(real_pools=[RealPool("real", count=2, gpus=2)])
+    LocalCluster(real_pools=[RealPool("ex", count=2, gpus=4, driver="example@v0.4.0")])
 """
 
 from __future__ import annotations
@@ -22,10 +23,17 @@ from harness.clusters.host import state as hoststate
 from harness.clusters.host.pki import ClusterPKI
 from harness.clusters.nodes import POOL_LABEL, node_ready
 from harness.clusters.realnodes.config import NodeLayout
+from harness.clusters.realnodes.external import (
+    check_driver_names,
+    delete_slices,
+    external_plugin,
+    install_objects,
+)
 from harness.clusters.realnodes.node import NodeSpec, RealNode
 from harness.controlplane.nodeparts import NodeBinaries, node_parts
 from harness.core.errors import HarnessError
 from harness.core.versions import Matrix, Minor
+from harness.kit import builders as b
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -36,7 +44,9 @@ REAL_LABEL = "dra-harness.io/real-node"
 @dataclass(frozen=True)
 class RealPool:
     """`count` real nodes named `<name>-<i>`, labelled like kwok pools (POOL_LABEL) plus
-    `labels`; the fake driver serves `gpus` GPUs of `profile` on each (fake_driver fleet)."""
+    `labels`; the fake driver serves `gpus` GPUs of `profile` on each (fake_driver fleet), or
+    with `driver` ("example@v0.4.0", versions.toml [drivers]) that real driver's plugin serves
+    `gpus` of its own, with `settings` mapped to its flags ({"partitions": 2})."""
 
     name: str = "real"
     count: int = 1
@@ -47,6 +57,8 @@ class RealPool:
     personality: str = "nvidia-v25.12"
     device_plugin: bool = False
     device_status: bool = False  # the fake driver's plugin writes the claims' status.devices
+    driver: str = ""  # a real driver instead of the fake one: "example@v0.4.0"
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def node_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
@@ -61,6 +73,11 @@ class RealPool:
             "device_plugin": self.device_plugin,
             "device_status": self.device_status,
         }
+
+
+def cluster_up_pool(count: int, driver: str = "", kubelet: str | None = None) -> RealPool:
+    """The pool `cluster up --real-nodes N [--driver NAME@VERSION] [--kubelet MINOR]` starts."""
+    return RealPool("real", count=count, minor=kubelet, gpus=4 if driver else 2, driver=driver)
 
 
 def layout(slot: hoststate.Slot, run_dir: Path, name: str, index: int) -> NodeLayout:
@@ -88,6 +105,8 @@ class RealNodes:
     ):
         if sum(p.count for p in pools) > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
+        self.plugins = {p.name: external_plugin(p.driver, p.settings) for p in pools if p.driver}
+        check_driver_names(self.driver_names(pools))
         self.pools = list(pools)
         self.parts = dict(parts)
         self.run_dir = run_dir
@@ -101,13 +120,22 @@ class RealNodes:
     def node(self, name: str) -> RealNode:
         return self.nodes[name]
 
+    def driver_names(self, pools: Sequence[RealPool]) -> list[tuple[str, str]]:
+        """(who, driver name) of each pool's plugin, for check_driver_names."""
+        return [
+            (p.driver, self.plugins[p.name].driver)
+            if p.driver
+            else ("the fake driver", get_personality(p.personality).driver)
+            for p in pools
+        ]
+
     def start(self, server: str, pki: ClusterPKI, admin_kubeconfig: Path, default_minor: str) -> None:
         started = time.monotonic()
         self._cluster = (server, pki, admin_kubeconfig, default_minor)
         self.slot = hoststate.claim()
         hoststate.ip("link", "add", self._bridge, "type", "bridge")
         hoststate.ip("link", "set", self._bridge, "up")
-        fleet = self._fleet_file("real-fleet", [p for p in self.pools if p.count])
+        fleet = self._fleet_file("real-fleet", [p for p in self.pools if p.count and not p.driver])
         self._start_nodes([node for pool in self.pools for node in self._add_nodes(pool, fleet)])
         self.ready_seconds = time.monotonic() - started
 
@@ -120,6 +148,9 @@ class RealNodes:
         """Another pool on the running cluster (a test's own nodes); Ready when this returns."""
         if sum(p.count for p in self.pools) + pool.count > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
+        if pool.driver:
+            self.plugins[pool.name] = external_plugin(pool.driver, pool.settings)
+        check_driver_names(self.driver_names([*self.pools, pool]))
         self.pools.append(pool)
         try:
             nodes = self._add_nodes(pool, self._fleet_file(f"fleet-{pool.name}", [pool]))
@@ -135,9 +166,14 @@ class RealNodes:
         pool = next((p for p in self.pools if p.name == name), None)
         if pool is None:
             return
-        for node in [self.nodes.pop(n) for n in pool.node_names() if n in self.nodes]:
-            self.minors.pop(node.name, None)
+        nodes = [self.nodes.pop(n) for n in pool.node_names() if n in self.nodes]
+        for node in nodes:
             node.stop()
+        plugin = self.plugins.pop(pool.name, None)
+        if plugin is not None and nodes:  # a real driver's slices outlive it
+            self._with_kube(lambda kube: delete_slices(kube, plugin.driver, [n.name for n in nodes]))
+        for node in nodes:
+            self.minors.pop(node.name, None)
             for cgroup in (node.layout.cgroup, node.tracking_cgroup):
                 hoststate.remove_cgroup(cgroup)
             hoststate.delete_links(node.layout.cni_bridge)
@@ -168,6 +204,7 @@ class RealNodes:
         assert self.slot is not None
         server, pki, admin_kubeconfig, default_minor = self._cluster
         made = []
+        plugin = self.plugins.get(pool.name)
         for name in pool.node_names():
             index = min(set(range(MAX_NODES)) - {n.layout.index for n in self.nodes.values()})
             spec = NodeSpec(
@@ -176,7 +213,10 @@ class RealNodes:
                 fleet_file,
                 pool.device_plugin,
                 self.gates[pool.minor or default_minor],
-                get_personality(pool.personality).driver,
+                plugin.driver if plugin else get_personality(pool.personality).driver,
+                pool.gpus,
+                plugin,
+                pool.profile,
             )
             parts = self.parts[pool.minor or default_minor]
             self.nodes[name] = node = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)
@@ -192,9 +232,41 @@ class RealNodes:
                 getattr(node, step)()
         admin_kubeconfig = self._cluster[2]
         self._wait_nodes(admin_kubeconfig, lambda n: True, "registered", [n.name for n in nodes])
+        for plugin in {n.spec.external.label: n.spec.external for n in nodes if n.spec.external}.values():
+            self._with_kube(lambda kube, p=plugin: install_objects(kube, p))
         for node in nodes:
             node.start_plugins()
         self._wait_nodes(admin_kubeconfig, self._ready, "Ready", [n.name for n in nodes])
+        self._wait_slices(nodes)
+
+    def _with_kube(self, act: Any) -> Any:
+        kube = Kube.from_kubeconfig(self._cluster[2])
+        try:
+            return act(kube)
+        finally:
+            kube.close()
+
+    def _wait_slices(self, nodes: list[RealNode]) -> None:
+        """Until each node's plugin has published its node's slices: the kubelet reports a
+        plugin connected before the plugin's first slice write has reached the API server."""
+        wanted = {(n.name, n.spec.driver) for n in nodes}
+
+        def published(kube: Kube) -> set[tuple[str, str]]:
+            for node in nodes:
+                node.check_running()
+            return {
+                (s["spec"].get("nodeName"), s["spec"]["driver"])
+                for s in kube.list(b.RESOURCE_V1, "ResourceSlice")
+            } & wanted
+
+        self._with_kube(
+            lambda kube: wait_for(
+                lambda: published(kube),
+                lambda seen: seen == wanted,
+                timeout=TIMEOUTS.node_ready,
+                describe=f"the slices of real nodes {sorted(n.name for n in nodes)}",
+            )
+        )
 
     def wait_ready(self, kubeconfig: Path) -> None:
         self._wait_nodes(kubeconfig, self._ready, "Ready", list(self.nodes))

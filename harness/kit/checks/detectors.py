@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.core.expectations import ambiguous_mapping_outcome
-from harness.kit.cel import Outcome, count_matches, published_devices
+from harness.kit.cel import COST_LIMIT, Outcome, count_matches, over_limit, published_devices
 from harness.kit.kube import Obj
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -34,7 +34,7 @@ class Finding:
     remediation: str
 
 
-def _quantity_int(value: object) -> int:
+def quantity_int(value: object) -> int:
     try:
         return int(str(value))
     except ValueError:
@@ -149,7 +149,7 @@ def detect_double_stack(
     findings = []
     for n in nodes:
         name = n["metadata"]["name"]
-        advertised = _quantity_int(((n.get("status") or {}).get("allocatable") or {}).get(resource, 0))
+        advertised = quantity_int(((n.get("status") or {}).get("allocatable") or {}).get(resource, 0))
         if advertised > 0 and name in on_node:
             drivers = ", ".join(sorted(on_node[name]))
             findings.append(
@@ -174,7 +174,7 @@ def requested_extended_resources(pod: Obj) -> dict[str, int]:
         resources = container.get("resources") or {}
         merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
         return {
-            k: _quantity_int(v)
+            k: quantity_int(v)
             for k, v in merged.items()
             if k not in NATIVE_RESOURCES and not k.startswith("hugepages-") and "/" in k
         }
@@ -187,41 +187,6 @@ def requested_extended_resources(pod: Obj) -> dict[str, int]:
         for k, v in of(c).items():
             total[k] = max(total.get(k, 0), v)
     return {k: v for k, v in total.items() if v > 0}
-
-
-def detect_unmapped_legacy_requests(
-    pods: Iterable[Obj], classes: Iterable[Obj], nodes: Iterable[Obj]
-) -> list[Finding]:
-    """Workloads requesting an extended resource that no DeviceClass maps and no node
-    advertises: they cannot schedule (Pending now, or after the device plugin goes)."""
-    mapping = class_mappings(classes)
-    advertised = {
-        k
-        for n in nodes
-        for k, v in (((n.get("status") or {}).get("allocatable")) or {}).items()
-        if _quantity_int(v) > 0
-    }
-    findings = []
-    for pod in pods:
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        for resource in sorted(requested_extended_resources(pod)):
-            if resource in mapping:
-                continue
-            meta = pod["metadata"]
-            served = resource in advertised
-            findings.append(
-                Finding(
-                    "unmapped-legacy-resource",
-                    Severity.WARNING if served else Severity.BLOCKING,
-                    f"pod/{meta.get('namespace', '')}/{meta['name']}",
-                    f"requests {resource}, which no DeviceClass maps"
-                    + (" (only the device plugin serves it)" if served else " and no node advertises"),
-                    f"create a DeviceClass with extendedResourceName: {resource} selecting the driver's "
-                    "devices (DRAExtendedResource; GA in 1.37, beta and on by default in 1.36)",
-                )
-            )
-    return findings
 
 
 def detect_bridge_unavailable(version: tuple[int, int], gates: Mapping[str, bool]) -> list[Finding]:
@@ -284,6 +249,18 @@ def detect_selectors_matching_nothing(
                     "publishes",
                 )
             )
+        elif counts[Outcome.OVER_LIMIT]:
+            findings.append(
+                Finding(
+                    "selector-not-evaluated",
+                    Severity.WARNING,
+                    subject,
+                    f"its selector was not evaluated: {over_limit(exprs)}; not judged "
+                    f'(kube-scheduler stops a selector at {COST_LIMIT:,} cost units: "actual cost limit '
+                    'exceeded")',
+                    "simplify the selector (no nested macros over long lists)",
+                )
+            )
         elif counts[Outcome.UNKNOWN] and not counts[Outcome.MATCH]:
             findings.append(
                 Finding(
@@ -338,7 +315,7 @@ def account(
         pool = pool_of[n["metadata"]["name"]]
         members[pool] = members.get(pool, 0) + 1
         value = ((n.get("status") or {}).get("allocatable") or {}).get(resource, 0)
-        allocatable[pool] = allocatable.get(pool, 0) + _quantity_int(value)
+        allocatable[pool] = allocatable.get(pool, 0) + quantity_int(value)
     devices: dict[str, int] = {}
     for s in slices:
         on = pool_of.get(s["spec"].get("nodeName") or "")

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import io
-import shutil
 import subprocess
 import tarfile
-import tempfile
-import time
 from pathlib import Path
 
 from harness.controlplane import images
-from harness.controlplane.build import Progress, _go_env, _stderr, build_lock, cache_root, ensure_controlplane
+from harness.controlplane.build import Progress, _stderr, ensure_controlplane
 from harness.controlplane.nodeparts import ensure_pause, images_dir
+from harness.controlplane.tools import go_install_tool
 from harness.core.errors import HarnessError
 from harness.core.versions import Minor
 
@@ -42,31 +40,6 @@ def _sha(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def go_install_tool(package: str, version: str, progress: Progress = _stderr) -> Path:
-    """`go install package@version` into the cache (once per version): coredns, crictl."""
-    name = package.rsplit("/", 1)[1]
-    binary = cache_root() / "bin" / f"{name}-{version}" / name
-    with build_lock(binary, f"{name} {version}", progress):
-        if binary.exists():
-            return binary
-        progress(f"building {name} {version} into {binary} (cold: ~2 min)")
-        start = time.monotonic()
-        gobin = Path(tempfile.mkdtemp(dir=binary.parent, prefix=f"{name}.", suffix=".tmp"))
-        try:
-            env = _go_env() | {"GOBIN": str(gobin)}
-            ref = f"{package}@{version}"
-            done = subprocess.run(
-                ["go", "install", "-trimpath", ref], env=env, capture_output=True, text=True
-            )
-            if done.returncode != 0:
-                raise HarnessError(f"building {ref} failed:\n{done.stderr.strip()[-2000:]}")
-            (gobin / name).replace(binary)
-        finally:
-            shutil.rmtree(gobin, ignore_errors=True)
-        progress(f"{name} {version}: done in {time.monotonic() - start:.0f}s")
-    return binary
 
 
 def _k8slocal_layer(k8slocal: Path, busybox: Path) -> bytes:

@@ -23,11 +23,12 @@ from pathlib import Path
 
 from harness.clusters.kind.engine import Engine, docker
 from harness.clusters.kind.images.binaries import ensure_node_binaries
-from harness.clusters.kind.images.cpimages import ensure_cp_images, go_install_tool, kubeadm_images
+from harness.clusters.kind.images.cpimages import ensure_cp_images, kubeadm_images
 from harness.clusters.kind.images.driver import ensure_driver_archive
 from harness.clusters.kind.images.rootfs import ensure_rootfs, kind_pins
 from harness.controlplane.build import Progress, _stderr, cache_root, module_dir
 from harness.controlplane.nodeparts import ensure_containerd
+from harness.controlplane.tools import go_install_tool
 from harness.core.errors import HarnessError
 from harness.core.versions import Matrix, Minor
 

@@ -1,0 +1,3 @@
+module dra-harness/nvmlstub
+
+go 1.24

@@ -1,0 +1,165 @@
+"""The node side of any driver, seen from inside the container: what the driver's kubelet plugin
+prepared (NodePrepareResources, the CDI edits containerd applied) must show exactly the devices
+the scheduler allocated, to the container that claims them and to no other, and be undone when
+the pod goes (NodeUnprepareResources). The harness compares what the container reports (the
+driver's container view: `--container-command` and `--container-device-pattern`, or `qualify
+--driver-spec`) with the claim's allocation and the node's ResourceSlices.
+
+These run on an external driver (`qualify`); the fake driver's node side has its own real-node
+tests beside this file (test_dra_on_real_nodes.py), which check its CDI files from the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from fixtures.driver import DriverPool, DriverUnderTest, MakeGpuPool
+from fixtures.reporting import EVIDENCE
+from fixtures.requirements import provider_unmet, skip
+from harness.core.drivers import ContainerView
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube, Obj
+from harness.kit.nodepods import container_output, dra_calls, view_container
+from harness.kit.pods import wait_phase
+from harness.kit.waits import TIMEOUTS, wait_for
+
+PREPARE, UNPREPARE = ("NodePrepareResources", "OK"), ("NodeUnprepareResources", "OK")
+
+
+@pytest.fixture
+def view(driver: DriverUnderTest) -> ContainerView:
+    if driver.source != "external":
+        skip(provider_unmet("the fake driver's node side runs in suites/node's real_node tests"))
+    if driver.container_view is None:
+        skip(
+            provider_unmet(
+                "how the driver shows devices in a container: --container-command and "
+                "--container-device-pattern (qualify --driver-spec)"
+            )
+        )
+    return driver.container_view
+
+
+def _node_devices(kube: Kube, driver: str, node: str) -> set[str]:
+    """Names of the devices the driver publishes for `node` (its node-local slices)."""
+    return {
+        d["name"]
+        for s in kube.list(b.RESOURCE_V1, "ResourceSlice")
+        if s["spec"]["driver"] == driver and s["spec"].get("nodeName") == node
+        for d in s["spec"].get("devices") or []
+    }
+
+
+def _calls(kube: Kube, node: str, driver: str) -> dict[tuple[str, str], int] | None:
+    """The kubelet's DRA call counts for the driver, or None where they cannot be read (no
+    permission on nodes/proxy): the checks that need them are left out, said in the test."""
+    try:
+        return dra_calls(kube, node, driver)
+    except Exception:
+        return None
+
+
+def _view_pod(name: str, ns: str, pool: DriverPool, view: ContainerView, image: str) -> Obj:
+    pod = b.pod(
+        name,
+        ns,
+        containers=[
+            view_container("claims", image, view.command, claims=["gpu"]),
+            view_container("plain", image, view.command),
+        ],
+        claim_templates={"gpu": "one"},
+        node_selector=pool.node_selector,
+    )
+    pod["spec"]["automountServiceAccountToken"] = False
+    return pod
+
+
+def _pod_node(kube: Kube, ns: str, pod: str) -> str:
+    return str(kube.get("v1", "Pod", pod, ns)["spec"]["nodeName"])
+
+
+def test_the_container_sees_exactly_its_claimed_device_and_its_neighbour_none(
+    kube: Kube,
+    namespace: str,
+    driver: DriverUnderTest,
+    gpu_pool: MakeGpuPool,
+    view: ContainerView,
+    record_property: Callable[[str, object], None],
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=1)
+    kube.create(b.claim_template("one", namespace, [b.exact_request("gpu", driver.device_class)]))
+    kube.create(_view_pod("p", namespace, pool, view, driver.container_image))
+
+    wait_phase(kube, namespace, "p", "Running")
+
+    node = _pod_node(kube, namespace, "p")
+    [claim] = claims_of(kube, namespace, "p")
+    [result] = allocated_devices(claim)
+    assert (result["driver"], result["device"] in _node_devices(kube, driver.driver, node)) == (
+        driver.driver,
+        True,
+    ), f"allocated {result} is not a device the driver publishes for node {node}"
+    seen = view.devices(container_output(kube, namespace, "p", "claims"))
+    assert seen == [result["device"]], f"the claiming container shows {seen}, allocated {result['device']}"
+    neighbour = view.devices(container_output(kube, namespace, "p", "plain"))
+    assert neighbour == []
+    record_property(
+        EVIDENCE,
+        f"on {node}, `{' '.join(view.command)}` in the claiming container shows {seen} "
+        f"(allocated: {result['pool']}/{result['device']}); in the other container: {neighbour}",
+    )
+
+
+def test_prepare_and_unprepare_are_called_once_and_the_claim_is_released(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, view: ContainerView
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=1)
+    [node] = pool.nodes
+    before = _calls(kube, node, driver.driver)
+    kube.create(b.claim_template("one", namespace, [b.exact_request("gpu", driver.device_class)]))
+    kube.create(_view_pod("p", namespace, pool, view, driver.container_image))
+    wait_phase(kube, namespace, "p", "Running")
+    [claim] = claims_of(kube, namespace, "p")
+
+    kube.delete("v1", "Pod", "p", namespace)
+
+    name = claim["metadata"]["name"]  # made from the template: deleted once the pod is gone
+    wait_for(
+        lambda: [c["metadata"]["name"] for c in kube.list(b.RESOURCE_V1, "ResourceClaim", namespace)],
+        lambda names: name not in names,
+        timeout=TIMEOUTS.deletion,
+        describe=f"claim {namespace}/{name} released with its pod",
+    )
+    if before is None:
+        pytest.skip("the kubelet's metrics are not readable here (nodes/proxy): calls not counted")
+    after = wait_for(
+        lambda: _calls(kube, node, driver.driver) or {},
+        lambda calls: calls.get(UNPREPARE, 0) - before.get(UNPREPARE, 0) >= 1,
+        timeout=TIMEOUTS.deletion,
+        describe=f"a NodeUnprepareResources of {driver.driver} on {node}",
+    )
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in (PREPARE, UNPREPARE)}
+    assert delta == {PREPARE: 1, UNPREPARE: 1}
+
+
+@pytest.mark.bridged
+def test_an_unchanged_extended_resource_pod_gets_its_device_in_the_container(
+    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, view: ContainerView
+) -> None:
+    pool = gpu_pool(nodes=1, gpus=1)
+    container = view_container("main", driver.container_image, view.command)
+    container["resources"] = {"limits": {driver.extended_resource: "1"}}
+    pod = b.pod("legacy", namespace, containers=[container], node_selector=pool.node_selector)
+    kube.create(pod)
+
+    wait_phase(kube, namespace, "legacy", "Running")
+
+    status = kube.get("v1", "Pod", "legacy", namespace).get("status", {})
+    special = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    assert special, f"no extendedResourceClaimStatus on the pod: {status.get('conditions')}"
+    claim = kube.get(b.RESOURCE_V1, "ResourceClaim", special, namespace)
+    [result] = allocated_devices(claim)
+    assert view.devices(container_output(kube, namespace, "legacy", "main")) == [result["device"]]

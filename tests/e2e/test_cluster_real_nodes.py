@@ -1,0 +1,70 @@
+"""`dra-harness cluster up -k 1.38 --real-nodes 2`: 1.38's own kubelet cannot be built yet
+(versions.toml kubelet_unavailable), so `--kubelet 1.37` runs the real nodes one minor older,
+as the version-skew policy allows. Pods with claims (from a template, and a bridged
+nvidia.com/gpu) run on both nodes with their devices in the container, and `cluster down`
+leaves nothing. every_minor: the 1.38 control plane is built by `make test-minors` only."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from fixtures.requirements import provider_unmet, skip
+from harness.clusters.named import lifecycle as named
+from harness.controlplane.nodeparts import ensure_busybox, kubelet_built
+from harness.core.versions import load_matrix
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.nodepods import container_env, device_env, env_pod
+from harness.upgrade.rehearsal import wait_running
+from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded_ports
+
+pytestmark = [pytest.mark.every_minor, pytest.mark.real_node]
+
+CLUSTER, KUBELET = "1.38", "1.37"
+NODES = ["real-0", "real-1"]  # the supervisor's pool: RealPool("real", count=2)
+
+
+@pytest.fixture
+def name() -> Iterator[str]:
+    name = f"t{os.getpid()}-real"
+    yield name
+    finish(cli("cluster", "down", "--name", name), "cluster down")
+    finish(cli("cluster", "delete", "--name", name), "cluster delete")  # its directory too
+
+
+def test_1_38_with_two_real_1_37_nodes_runs_claim_and_bridged_pods_on_them(name: str) -> None:
+    matrix = load_matrix()
+    if kubelet_built(matrix.minor(KUBELET)) is None:
+        skip(provider_unmet(f"the kubelet of {KUBELET} is not built: make nodeparts K8S={KUBELET}"))
+    up = cli("cluster", "up", "--name", name, "-k", CLUSTER, "--kubelet", KUBELET, "--real-nodes", "2")
+    code, out, err = finish(up, "cluster up")
+    assert code == 0, err
+    assert f"Kubernetes {matrix.minor(CLUSTER).kubernetes}" in out
+    directory = named.state_dir(name)
+    kube = Kube.from_kubeconfig(directory / "admin.kubeconfig")
+    try:
+        assert kube.git_version() == matrix.minor(CLUSTER).kubernetes
+        versions = {n: kube.get("v1", "Node", n)["status"]["nodeInfo"]["kubeletVersion"] for n in NODES}
+        assert versions == dict.fromkeys(NODES, matrix.minor(KUBELET).kubernetes)
+        image, ns = ensure_busybox(matrix)[1], "default"
+        kube.create(b.claim_template("one-gpu", ns, [b.exact_request("gpu", "gpu.nvidia.com")]))
+        pods = {f"claim-{n}": n for n in NODES}
+        for pod, node in pods.items():
+            kube.create(env_pod(pod, ns, image, node, claim_templates={"gpu": "one-gpu"}))
+        kube.create(env_pod("bridged", ns, image, NODES[0], limits={"nvidia.com/gpu": "1"}))
+        wait_running(kube, ns, [*pods, "bridged"])
+        for pod in [*pods, "bridged"]:
+            [claim] = claims_of(kube, ns, pod)
+            [device] = [d["device"] for d in allocated_devices(claim)]
+            env = device_env(container_env(kube, ns, pod))
+            assert env["DRA_CLAIM"] == f"{ns}/{claim['metadata']['name']}"
+            assert f"DRA_DEVICE_{device.upper().replace('-', '_')}" in env
+        ports = recorded_ports(directory)
+    finally:
+        kube.close()
+    assert finish(cli("cluster", "down", "--name", name), "cluster down")[0] == 0
+    assert_nothing_left(directory, ports, "cluster down")

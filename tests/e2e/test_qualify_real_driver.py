@@ -1,0 +1,155 @@
+"""`dra-harness qualify` against a driver nobody here wrote: the upstream dra-example-driver's
+kubelet plugin (versions.toml [test] drivers) on 2 real nodes of a local cluster, built from the
+module proxy. No FAIL may come from an assumption only the fake driver meets; the node side
+(what a container sees, Prepare and Unprepare) must be a verdict, not NOT TESTED; a plugin
+restart keeps running pods and serves new ones.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPool
+from harness.core.drivers import driver_ref
+from harness.core.versions import REPO_ROOT, load_matrix
+from harness.kit import builders as b
+from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.kube import Kube
+from harness.kit.nodepods import container_output, view_container
+from harness.kit.pods import wait_phase
+from tests.e2e.test_report_renders import render_to_artifacts
+from tests.realdriver import real_driver_missing
+
+DRIVER = load_matrix().test_drivers[0] if load_matrix().test_drivers else "example@v0.4.0"
+POOL = RealPool("ex", count=2, gpus=4, driver=DRIVER)
+NODE_SIDE_SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices")
+
+
+def _missing() -> str | None:
+    return real_driver_missing(DRIVER)
+
+
+@dataclass
+class RealDriverCluster:
+    cluster: LocalCluster
+    kube: Kube
+
+    @property
+    def image(self) -> str:
+        assert self.cluster.real is not None
+        return next(iter(self.cluster.real.parts.values())).busybox_ref
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
+    why = _missing()
+    if why:
+        pytest.skip(why)
+    cluster = LocalCluster(profile="dra-all", run_dir=tmp_path_factory.mktemp("example"), real_pools=[POOL])
+    cluster.start()
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    try:
+        yield RealDriverCluster(cluster, kube)
+    finally:
+        kube.close()
+        cluster.stop()
+
+
+def _qualify(env: RealDriverCluster, out: Path, *suites: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "harness.cli.main", "qualify", f"--kubeconfig={env.cluster.kubeconfig}"]
+    argv += [f"--driver-spec={DRIVER}", f"--container-image={env.image}", f"--out={out}"]
+    argv += [f"--suite={s}" for s in suites]
+    return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1500, check=False)
+
+
+def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    done = _qualify(example, out, *NODE_SIDE_SUITES)
+
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
+    report = json.loads((out / "qualify.json").read_text())
+    assert report["totals"]["failed"] == report["totals"]["errors"] == 0
+    assert report["tested"] == (
+        "the driver gpu.example.com (sigs.k8s.io/dra-example-driver v0.4.0), "
+        "on the nodes of the cluster the kubeconfig names"
+    )
+    verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
+    assert verdicts == {
+        "bridging": "PASS",
+        "mixed-pools": "PASS",
+        "partitions": "NOT SUPPORTED",  # the example driver publishes no MIG-like devices
+        "prioritized-list": "PASS",
+        "cel-selectors": "PASS",
+        "consumable-capacity": "NOT SUPPORTED",  # not without --gpu-allow-multiple-allocations
+        "gang": "NOT TESTED",  # every gang test builds a fleet of its own
+        "failure-modes": "NOT TESTED",  # suite not run here (the stand-in's qualify runs it)
+        "node-side": "PASS",
+    }, done.stdout
+    node_side = [t for t in _tests(out) if t["nodeid"].startswith("suites/node/test_container_view.py")]
+    assert sorted((t["nodeid"].rsplit("::", 1)[1], t["outcome"]) for t in node_side) == [
+        ("test_an_unchanged_extended_resource_pod_gets_its_device_in_the_container", "passed"),
+        ("test_prepare_and_unprepare_are_called_once_and_the_claim_is_released", "passed"),
+        ("test_the_container_sees_exactly_its_claimed_device_and_its_neighbour_none", "passed"),
+    ]
+    [node_cap] = [c for c in report["capabilities"] if c["id"] == "node-side"]
+    seen = [e for e in node_cap["evidence"] if "in the claiming container shows" in e]
+    assert len(seen) == 1, node_cap["evidence"]
+    assert re.search(
+        r"on ex-[01], `env` in the claiming container shows \['gpu-\d'\] \(allocated: ex-[01]/gpu-\d\); "
+        r"in the other container: \[\]$",
+        seen[0],
+    ), seen[0]
+    messages, png = render_to_artifacts(out / "qualify.html", "qualify-example", tmp_path)
+    assert messages == []
+    assert png.stat().st_size > 50_000
+
+
+def _tests(out: Path) -> list[dict[str, str]]:
+    return list(json.loads((out / "summary.json").read_text())["tests"])
+
+
+def test_a_plugin_restart_keeps_running_pods_and_serves_new_ones(example: RealDriverCluster) -> None:
+    kube, ns = example.kube, "restart"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    spec, _ = driver_ref(DRIVER)
+    view = spec.container_view
+    node = POOL.node_names()[0]
+    template = b.claim_template("one", ns, [b.exact_request("gpu", spec.driver_name)])
+    kube.create(template)
+
+    def pod(name: str) -> None:
+        container = view_container("main", example.image, view.command, claims=["gpu"])
+        kube.create(
+            b.pod(
+                name,
+                ns,
+                containers=[container],
+                claim_templates={"gpu": "one"},
+                node_selector={"kubernetes.io/hostname": node},
+            )
+        )
+        wait_phase(kube, ns, name, "Running")
+
+    try:
+        pod("before")
+        assert example.cluster.real is not None
+        example.cluster.real.node(node).restart("kubelet-plugin")
+        pod("after")
+
+        for name in ("before", "after"):
+            status = kube.get("v1", "Pod", name, ns)["status"]
+            assert (status["phase"], status["containerStatuses"][0]["restartCount"]) == ("Running", 0)
+            [claim] = claims_of(kube, ns, name)
+            [result] = allocated_devices(claim)
+            assert view.devices(container_output(kube, ns, name, "main")) == [result["device"]]
+    finally:
+        kube.delete("v1", "Namespace", ns)
