@@ -30,7 +30,7 @@ import yaml
 from fake_driver import installer, legacy
 from fake_driver.fleet import load_fleet
 from harness.clusters.named import lifecycle as named
-from harness.clusters.nodes import NodePool, node_manifest
+from harness.clusters.nodes import KwokPoolSpec, node_manifest
 from harness.core.versions import REPO_ROOT
 from harness.kit.kube import Kube
 
@@ -100,7 +100,7 @@ def populate(kubeconfig: Path, fleet_file: Path) -> None:
     try:
         for pool in fleet.pools:
             for name in pool.node_names:
-                kube.create(node_manifest(NodePool(pool.name, len(pool.node_names)), name))
+                kube.create(node_manifest(KwokPoolSpec(pool.name, len(pool.node_names)), name))
         legacy.advertise(kube.api_client, fleet)
         for personality in {p.personality.name: p.personality for p in fleet.pools if p.dra}.values():
             installer.install(kube.api_client, personality, fleet=fleet, gpu_resources_enabled_override=True)

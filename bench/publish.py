@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.publisher import Publisher
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.nodes import KWOK_ANNOTATION, NodePool, node_manifest
+from harness.clusters.nodes import KWOK_ANNOTATION, KwokPoolSpec, node_manifest
 from harness.kit.builders import RESOURCE_V1
 from harness.kit.kube import Kube
 
@@ -38,7 +38,7 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def _create_nodes(kube: Kube, pool: NodePool) -> list[str]:
+def _create_nodes(kube: Kube, pool: KwokPoolSpec) -> list[str]:
     def create(name: str) -> str:
         body = node_manifest(pool, name)
         body["metadata"]["annotations"].pop(KWOK_ANNOTATION)
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with LocalCluster(args.k8s_version) as cluster:
         kube = Kube.from_kubeconfig(cluster.kubeconfig)
-        pool = NodePool(name="bench", count=args.nodes)
+        pool = KwokPoolSpec(name="bench", count=args.nodes)
         t0 = time.monotonic()
         names = _create_nodes(kube, pool)
         create_seconds = time.monotonic() - t0

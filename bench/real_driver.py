@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.versions import REPO_ROOT
 
 SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices", "suites/gang")
 
 
 def start(driver: str, nodes: int, run_dir: Path) -> tuple[LocalCluster, float]:
-    pool = RealPool("ex", count=nodes, gpus=4, driver=driver)
+    pool = RealPoolSpec("ex", count=nodes, gpus=4, driver=driver)
     cluster = LocalCluster(profile="dra-all", run_dir=run_dir, real_pools=[pool])
     cluster.start()
     assert cluster.real is not None

@@ -20,8 +20,8 @@ from harness.clusters.host import state as hoststate
 OWNER = """
 import signal
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
-with LocalCluster(real_pools=[RealPool("t", count=2, gpus=1, device_plugin=True)]):
+from harness.clusters.realnodes.pools import RealPoolSpec
+with LocalCluster(real_pools=[RealPoolSpec("t", count=2, gpus=1, device_plugin=True)]):
     signal.pause()
 """
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)

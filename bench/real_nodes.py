@@ -23,7 +23,7 @@ import psutil
 
 from harness.clusters.host.state import cgroup_procs
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.nodeparts import ensure_busybox
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
@@ -96,7 +96,7 @@ def main() -> int:
     rss: dict[str, dict[str, int]] = {}
     for n in counts:
         for _ in range(args.runs):
-            with LocalCluster(minor.name, real_pools=[RealPool("b", count=n, gpus=2)]) as cluster:
+            with LocalCluster(minor.name, real_pools=[RealPoolSpec("b", count=n, gpus=2)]) as cluster:
                 assert cluster.real is not None
                 ready[n].append(round(cluster.real.ready_seconds, 2))
                 if not latencies and args.pods:

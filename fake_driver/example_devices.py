@@ -14,7 +14,7 @@ from fake_driver.devicemodel import (
     string,
     version,
 )
-from fake_driver.fleet import Pool
+from fake_driver.fleet import FleetPool
 from fake_driver.gorand import example_uuids
 
 
@@ -43,7 +43,7 @@ def _consumes(counter_set: str, memory: str, compute: int | None) -> list[Obj]:
     return [{"counterSet": counter_set, "counters": counters}]
 
 
-def example_gpu(pool: Pool, gpu: PhysicalGpu) -> GpuDevices:
+def example_gpu(pool: FleetPool, gpu: PhysicalGpu) -> GpuDevices:
     p = pool.personality
     shared = pool.consumable_capacity
     # gpu.go generateUUIDs: Go's math/rand seeded by a hash of the node name (fake_driver.gorand),
@@ -61,7 +61,7 @@ def example_gpu(pool: Pool, gpu: PhysicalGpu) -> GpuDevices:
     return _partitioned(pool, gpu, attrs, shared)
 
 
-def _partitioned(pool: Pool, gpu: PhysicalGpu, attrs: Obj, shared: bool) -> GpuDevices:
+def _partitioned(pool: FleetPool, gpu: PhysicalGpu, attrs: Obj, shared: bool) -> GpuDevices:
     """--gpu-partitions=N (gpu.go EnumerateDevices, partitionsPerGPU > 0): a counter set
     gpu-<i>-counters holding the GPU's memory and compute, N devices gpu-<i>-partition-<j> of
     1/N each (integer division, as resource.NewQuantity(value/N)), then gpu-<i>-full taking all."""

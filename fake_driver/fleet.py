@@ -95,7 +95,7 @@ class MigConfig:
 
 
 @dataclass(frozen=True)
-class Pool:
+class FleetPool:
     name: str
     node_names: tuple[str, ...]
     profile: GpuProfile
@@ -120,12 +120,12 @@ class Pool:
 @dataclass(frozen=True)
 class NodeSpec:
     name: str
-    pool: Pool
+    pool: FleetPool
 
 
 @dataclass(frozen=True)
 class Fleet:
-    pools: tuple[Pool, ...]
+    pools: tuple[FleetPool, ...]
 
     @cached_property
     def nodes(self) -> tuple[NodeSpec, ...]:
@@ -209,7 +209,7 @@ def _check_fields(raw: Mapping[str, Any], valid: tuple[str, ...], where: str, wh
             raise UnknownChoiceError(what, key, valid, where)
 
 
-def _pool(raw: Any, i: int, default_personality: str, source: str) -> Pool:
+def _pool(raw: Any, i: int, default_personality: str, source: str) -> FleetPool:
     if not isinstance(raw, Mapping):
         raise FleetError(f"{source}: pools[{i}] must be a mapping")
     name = str(raw.get("name", f"pool-{i}"))
@@ -244,7 +244,7 @@ def _pool(raw: Any, i: int, default_personality: str, source: str) -> Pool:
         raise FleetError(
             f"{where}: time_slicing_replicas is the device plugin's: it needs device_plugin: true"
         )
-    return Pool(
+    return FleetPool(
         name=name,
         node_names=nodes,
         profile=profile,

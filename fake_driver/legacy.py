@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fake_driver.fleet import Fleet, Pool
+from fake_driver.fleet import Fleet, FleetPool
 from fake_driver.kube import Obj, as_rest
 
 # NVIDIA/k8s-device-plugin resource name (the MIG "mixed" strategy's names are not simulated).
@@ -22,7 +22,7 @@ COUNT_LABEL = f"{LEGACY_RESOURCE}.count"
 REPLICAS_LABEL = f"{LEGACY_RESOURCE}.replicas"
 
 
-def advertised_count(pool: Pool) -> int:
+def advertised_count(pool: FleetPool) -> int:
     """What the plugin advertises for a pool's node: with time-slicing every GPU is `replicas`
     devices (NVIDIA/k8s-device-plugin internal/rm/devices.go NewAnnotatedID `<uuid>::<i>`)."""
     return pool.gpus * pool.time_slicing_replicas
@@ -33,7 +33,7 @@ def device_plugin_nodes(fleet: Fleet) -> dict[str, int]:
     return {n.name: advertised_count(n.pool) for n in fleet.nodes if n.pool.device_plugin}
 
 
-def sharing_labels(pool: Pool) -> dict[str, str]:
+def sharing_labels(pool: FleetPool) -> dict[str, str]:
     """The labels GPU feature discovery sets for the pool's GPUs and their sharing."""
     return {COUNT_LABEL: str(pool.gpus), REPLICAS_LABEL: str(pool.time_slicing_replicas)}
 

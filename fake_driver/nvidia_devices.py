@@ -20,7 +20,7 @@ from fake_driver.devicemodel import (
     string,
     version,
 )
-from fake_driver.fleet import MigPlacement, Pool
+from fake_driver.fleet import FleetPool, MigPlacement
 from fake_driver.personalities import PCIE_ROOT, Personality
 from fake_driver.profiles import MIB, GpuProfile, MigProfile, mig_uuid
 
@@ -55,7 +55,7 @@ def counter_set_name(gpu: PhysicalGpu) -> str:
 # --- attributes and capacities ---------------------------------------------------------------
 
 
-def _common(pool: Pool, gpu: PhysicalGpu, *, addressing: bool = True, root: bool = True) -> Obj:
+def _common(pool: FleetPool, gpu: PhysicalGpu, *, addressing: bool = True, root: bool = True) -> Obj:
     """Attributes a full GPU and its MIG devices share (copied from the parent)."""
     p, hw = pool.personality, pool.profile
     attrs: Obj = {
@@ -74,7 +74,7 @@ def _common(pool: Pool, gpu: PhysicalGpu, *, addressing: bool = True, root: bool
     return attrs
 
 
-def _full_gpu_device(pool: Pool, gpu: PhysicalGpu, capacity: Obj, *, addressing: bool = True) -> Obj:
+def _full_gpu_device(pool: FleetPool, gpu: PhysicalGpu, capacity: Obj, *, addressing: bool = True) -> Obj:
     attrs: Obj = {
         "type": string("gpu"),
         "uuid": string(gpu.uuid),
@@ -87,7 +87,7 @@ def _full_gpu_device(pool: Pool, gpu: PhysicalGpu, capacity: Obj, *, addressing:
 
 
 def _mig_attrs(
-    pool: Pool, gpu: PhysicalGpu, m: MigProfile, *, addressing: bool = True, root: bool = True
+    pool: FleetPool, gpu: PhysicalGpu, m: MigProfile, *, addressing: bool = True, root: bool = True
 ) -> Obj:
     common = _common(pool, gpu, addressing=addressing, root=root)
     return {"type": string("mig"), "parentUUID": string(gpu.uuid), "profile": string(m.name), **common}
@@ -133,14 +133,14 @@ def _whole(hw: GpuProfile) -> frozenset[int]:
 # --- one renderer per device kind -------------------------------------------------------------
 
 
-def full_gpu(pool: Pool, gpu: PhysicalGpu) -> GpuDevices:
+def full_gpu(pool: FleetPool, gpu: PhysicalGpu) -> GpuDevices:
     """Legacy full GPU: memory = NVML memory.Total (deviceinfo.go GpuInfo.GetDevice)."""
     memory = {"memory": quantity(binary_quantity(pool.profile.memory_mib * MIB))}
     device = _full_gpu_device(pool, gpu, memory)
     return GpuDevices(gpu, (device,), (DeviceRecord(device["name"], gpu.uuid, _whole(pool.profile)),))
 
 
-def static_mig(pool: Pool, gpu: PhysicalGpu, placements: Sequence[MigPlacement]) -> GpuDevices:
+def static_mig(pool: FleetPool, gpu: PhysicalGpu, placements: Sequence[MigPlacement]) -> GpuDevices:
     """Pre-created MIG devices (MigDeviceInfo.GetDevice): uuid and memorySlice<i> capacities."""
     p = pool.personality
     out: list[Obj] = []
@@ -166,7 +166,7 @@ def static_mig(pool: Pool, gpu: PhysicalGpu, placements: Sequence[MigPlacement])
     return GpuDevices(gpu, tuple(out), tuple(recs))
 
 
-def dynamic_mig(pool: Pool, gpu: PhysicalGpu, *, with_full_gpu: bool) -> GpuDevices:
+def dynamic_mig(pool: FleetPool, gpu: PhysicalGpu, *, with_full_gpu: bool) -> GpuDevices:
     """DynamicMIG (partitions.go): an abstract device per (profile, placement), one counter
     set per GPU, and the full GPU consuming every counter; sorted by name."""
     p, hw = pool.personality, pool.profile
@@ -194,7 +194,7 @@ def dynamic_mig(pool: Pool, gpu: PhysicalGpu, *, with_full_gpu: bool) -> GpuDevi
     return GpuDevices(gpu, tuple(devices[k] for k in order), tuple(records[k] for k in order), counter_set)
 
 
-def render_nvidia_gpu(pool: Pool, gpu: PhysicalGpu) -> GpuDevices:
+def render_nvidia_gpu(pool: FleetPool, gpu: PhysicalGpu) -> GpuDevices:
     """The devices of one GPU, by MIG mode and what the release does with it."""
     p, hw, mig = pool.personality, pool.profile, pool.mig
     mig_on = mig.applies_to(gpu.index)

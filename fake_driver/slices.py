@@ -19,7 +19,7 @@ from fake_driver.devicemodel import DeviceRecord, GpuDevices, Obj, PhysicalGpu, 
 from fake_driver.errors import UnsupportedError
 from fake_driver.example_devices import example_gpu
 from fake_driver.faultstate import NO_FAULTS, NodeFaults
-from fake_driver.fleet import NodeSpec, Pool
+from fake_driver.fleet import FleetPool, NodeSpec
 from fake_driver.nvidia_devices import render_nvidia_gpu
 from fake_driver.ownership import owner_labels
 from fake_driver.personalities import DYNAMIC_MIG_HEALTH_REFUSAL, Personality, health_taint
@@ -43,7 +43,7 @@ class RenderedPool:
 
 
 def _apply_faults(
-    pool: Pool, minor: Minor, per_gpu: list[GpuDevices], faults: NodeFaults
+    pool: FleetPool, minor: Minor, per_gpu: list[GpuDevices], faults: NodeFaults
 ) -> list[GpuDevices]:
     if not faults.drop_attributes and not faults.unhealthy:
         return per_gpu
@@ -136,7 +136,7 @@ def render_node(
     return RenderedPool(node.name, pool.personality.driver, tuple(slices), records, gpus)
 
 
-def _devices(pool: Pool, minor: Minor, gpus: Sequence[PhysicalGpu]) -> list[GpuDevices]:
+def _devices(pool: FleetPool, minor: Minor, gpus: Sequence[PhysicalGpu]) -> list[GpuDevices]:
     if pool.personality.is_nvidia:
         return [render_nvidia_gpu(pool, g) for g in gpus]
     if pool.consumable_capacity and minor < apilimits.CONSUMABLE_CAPACITY_SINCE:

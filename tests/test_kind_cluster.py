@@ -24,7 +24,7 @@ from fake_driver.personalities import get_personality
 from harness.clusters.kind import engine
 from harness.clusters.kind.config import DEFAULT_POOLS
 from harness.clusters.kind.provider import KindProvider, docker_problem, find_binary
-from harness.clusters.nodes import NodePool, create_pool, delete_pool
+from harness.clusters.nodes import KwokPoolSpec, create_pool, delete_pool
 from harness.core.errors import HarnessError
 from harness.core.versions import load_matrix
 from harness.kit.builders import RESOURCE_V1
@@ -221,7 +221,7 @@ def test_the_suites_simulated_nodes_run_pods_beside_the_kind_workers(kind_cluste
     the suites), and the in-cluster driver's DaemonSets stay off it."""
     kc = kind_cluster.kubeconfig
     kube = Kube.from_kubeconfig(kc)
-    pool = NodePool(name=f"sim-{uuid.uuid4().hex[:6]}", count=1)
+    pool = KwokPoolSpec(name=f"sim-{uuid.uuid4().hex[:6]}", count=1)
     node = pool.node_names()[0]
     name = f"on-{node}"
     pod = f"""

@@ -17,7 +17,7 @@ from harness.qualify.capabilities import ABOUT_THE_CLUSTER, CAPABILITIES, Verdic
 from harness.qualify.inventory import inventory
 from harness.qualify.preflight import version_problem
 from harness.qualify.run import DEFAULT_SUITES
-from harness.qualify.standin import StandinPool, device_classes, renamed
+from harness.qualify.standin import StandinPoolSpec, device_classes, renamed
 from harness.reports.summary import TestRecord
 
 [BRIDGING] = [c for c in CAPABILITIES if c.id == "bridging"]
@@ -90,10 +90,10 @@ def test_choose_takes_the_smallest_nodes_that_fit_the_selector() -> None:
 
 
 def test_standin_pools_parse_or_say_the_shape() -> None:
-    assert StandinPool.parse("mig:1:2:dynamic") == StandinPool("mig", 1, 2, "dynamic")
+    assert StandinPoolSpec.parse("mig:1:2:dynamic") == StandinPoolSpec("mig", 1, 2, "dynamic")
     for bad in ("big:1", "big:x:8", "big:1:8:wide"):
         with pytest.raises(argparse.ArgumentTypeError, match=rf"pool '{bad}': expected name:count:gpus"):
-            StandinPool.parse(bad)
+            StandinPoolSpec.parse(bad)
 
 
 def test_the_standin_classes_never_name_the_fake_driver() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from harness.clusters.host import state as hoststate
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane import images, nodeparts
 from harness.core.errors import HarnessError
 from harness.core.versions import load_matrix
@@ -59,7 +59,7 @@ def test_a_pool_of_a_minor_whose_kubelet_is_not_built_is_one_line(
     # Whatever this machine has built: the kubelet looked for is one that is not there.
     monkeypatch.setattr(nodeparts, "kubelet_path", lambda _: tmp_path / "kubelet")
     assert nodeparts.kubelet_built(minor) is None
-    cluster = LocalCluster(real_pools=[RealPool(minor=minor.name)])
+    cluster = LocalCluster(real_pools=[RealPoolSpec(minor=minor.name)])
     with pytest.raises(HarnessError) as err:
         cluster.start()
     assert str(err.value) == (

@@ -21,7 +21,7 @@ from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.profiles import get_profile
 from fake_driver.publisher import Publisher
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.nodes import NodePool, node_manifest, node_ready
+from harness.clusters.nodes import KwokPoolSpec, node_manifest, node_ready
 from harness.kit import builders as b
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import wait_for
@@ -53,7 +53,7 @@ class BenchFleet:
 
     def __init__(self, kube: Kube, cluster: LocalCluster, nodes: int, gpus: int = GPUS_PER_NODE):
         self.kube, self.cluster, self.gpus = kube, cluster, gpus
-        self.pool = NodePool(POOL, nodes)
+        self.pool = KwokPoolSpec(POOL, nodes)
         self.api = cluster.minor.resource_api  # versions.toml: the resource.k8s.io version served
         self.legacy_capacity = False
         self.bridged_class = False

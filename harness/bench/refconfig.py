@@ -27,7 +27,7 @@ from harness.bench.modes import (
     device_class,
     pod,
 )
-from harness.clusters.nodes import NodePool, node_manifest
+from harness.clusters.nodes import KwokPoolSpec, node_manifest
 from harness.core import expectations
 from harness.kit.kube import Obj
 
@@ -53,7 +53,7 @@ def _dump(obj: object) -> str:
 
 
 def _node(legacy: bool, gpus: int) -> Obj:
-    pool = NodePool(POOL, 1, extended_resources={GPU: str(gpus)} if legacy else {})
+    pool = KwokPoolSpec(POOL, 1, extended_resources={GPU: str(gpus)} if legacy else {})
     node = node_manifest(pool, f"{POOL}-{INDEX}")
     node["metadata"]["labels"]["kubernetes.io/hostname"] = f"{POOL}-{INDEX}"
     # kwok reports the node Ready in the benchmark; scheduler_perf's nodes say so themselves.

@@ -17,7 +17,7 @@ KWOK_VALUE = "fake"  # the kwok controller manages the nodes carrying this (harn
 
 
 @dataclass(frozen=True)
-class NodePool:
+class KwokPoolSpec:
     name: str
     count: int
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -31,7 +31,7 @@ class NodePool:
         return [f"{self.name}-{i}" for i in range(self.count)]
 
 
-def node_manifest(pool: NodePool, name: str) -> Obj:
+def node_manifest(pool: KwokPoolSpec, name: str) -> Obj:
     resources = {"cpu": pool.cpu, "memory": pool.memory, "pods": pool.pods, **pool.extended_resources}
     return {
         "apiVersion": "v1",
@@ -64,7 +64,7 @@ def node_ready(node: Obj) -> bool:
     )
 
 
-def create_pool(kube: Kube, pool: NodePool, *, wait_ready: bool = True) -> list[str]:
+def create_pool(kube: Kube, pool: KwokPoolSpec, *, wait_ready: bool = True) -> list[str]:
     names = pool.node_names()
     for name in names:
         kube.create(node_manifest(pool, name))
@@ -81,7 +81,7 @@ def create_pool(kube: Kube, pool: NodePool, *, wait_ready: bool = True) -> list[
     return names
 
 
-def delete_pool(kube: Kube, pool: NodePool) -> None:
+def delete_pool(kube: Kube, pool: KwokPoolSpec) -> None:
     """Deletes the pool's nodes that we created (the owner label): a node of the same name
     on an existing cluster that is not ours stays."""
     for name in pool.node_names():

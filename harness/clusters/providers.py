@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.clusters.base import Cluster
 from harness.clusters.existing import ExistingCluster
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.errors import HarnessError
 
 PROVIDERS = ("local", "kind", "existing")
@@ -25,7 +25,7 @@ def make_cluster(
 ) -> Cluster:
     """`real_nodes`: the local cluster is ready for real nodes (RealNodes.add_pool), with none yet."""
     if provider == "local":
-        pools = [RealPool("real", count=0)] if real_nodes else []
+        pools = [RealPoolSpec("real", count=0)] if real_nodes else []
         return LocalCluster(minor, profile, run_dir=run_dir, keep_run_dir=keep, real_pools=pools)
     if provider == "existing":
         if kubeconfig is None:

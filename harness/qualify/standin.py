@@ -31,7 +31,7 @@ from fake_driver.ownership import OWNED_SELECTOR, check_not_foreign, is_owned
 from fake_driver.personalities import get_personality
 from fake_driver.slices import render_node
 from harness.clusters.host.processes import one_line_errors
-from harness.clusters.nodes import NodePool, create_pool
+from harness.clusters.nodes import KwokPoolSpec, create_pool
 from harness.core.errors import HarnessError
 from harness.kit.kube import API_ERRORS, Kube, Obj
 
@@ -40,7 +40,7 @@ STANDIN_PERSONALITY = "nvidia-v0.4"
 
 
 @dataclass(frozen=True)
-class StandinPool:
+class StandinPoolSpec:
     """`name:count:gpus[:mig]` on the command line; mig is static or dynamic."""
 
     name: str
@@ -50,7 +50,7 @@ class StandinPool:
     profile: str = "h100-80gb-hbm3"
 
     @classmethod
-    def parse(cls, text: str) -> StandinPool:
+    def parse(cls, text: str) -> StandinPoolSpec:
         parts = text.split(":")
         try:
             if len(parts) not in (3, 4) or (parts[3:] and parts[3] not in ("static", "dynamic")):
@@ -65,14 +65,15 @@ class StandinPool:
             ) from None
 
 
-def node_pools(pools: Sequence[StandinPool], driver_name: str) -> list[NodePool]:
+def node_pools(pools: Sequence[StandinPoolSpec], driver_name: str) -> list[KwokPoolSpec]:
     prefix = driver_name.split(".")[1] if "." in driver_name else driver_name
     return [
-        NodePool(name=f"{prefix}-{p.name}", count=p.count, labels={STANDIN_LABEL: driver_name}) for p in pools
+        KwokPoolSpec(name=f"{prefix}-{p.name}", count=p.count, labels={STANDIN_LABEL: driver_name})
+        for p in pools
     ]
 
 
-def _fleet(pools: Sequence[StandinPool], nodes: Sequence[NodePool], personality: str) -> Fleet:
+def _fleet(pools: Sequence[StandinPoolSpec], nodes: Sequence[KwokPoolSpec], personality: str) -> Fleet:
     raw: list[dict[str, Any]] = []
     for p, n in zip(pools, nodes, strict=True):
         pool: dict[str, Any] = {
@@ -108,7 +109,7 @@ def device_classes(driver_name: str, personality: str = STANDIN_PERSONALITY) -> 
 
 
 def install(
-    kube: Kube, pools: Sequence[StandinPool], driver_name: str, *, personality: str = STANDIN_PERSONALITY
+    kube: Kube, pools: Sequence[StandinPoolSpec], driver_name: str, *, personality: str = STANDIN_PERSONALITY
 ) -> list[str]:
     """Creates the nodes (kwok), their slices and the classes; returns the node names. Checks
     first, writing nothing on a refusal: a node or class of these names that we did not
@@ -171,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--driver-name", required=True, type=nonempty)
     ap.add_argument("--personality", default=STANDIN_PERSONALITY)
     ap.add_argument(
-        "--pool", action="append", type=StandinPool.parse, default=[], help="name:count:gpus[:mig]"
+        "--pool", action="append", type=StandinPoolSpec.parse, default=[], help="name:count:gpus[:mig]"
     )
     args = ap.parse_args(argv)
     if args.action == "up" and not args.pool:

@@ -34,7 +34,7 @@ from harness.rollout.deviceplugin import (
 from harness.rollout.nodes import PodRef, cordon, drain, label_pool, pods_on, uncordon
 from harness.rollout.pool import (
     ClassOutcome,
-    Pool,
+    PoolToMove,
     RolloutReport,
     ensure_device_class,
     gpu_device_class,
@@ -50,7 +50,7 @@ __all__ = [
     "DaemonSetDevicePlugin",
     "DevicePlugin",
     "PodRef",
-    "Pool",
+    "PoolToMove",
     "RolloutReport",
     "SimulatedDevicePlugin",
     "cordon",

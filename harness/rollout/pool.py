@@ -28,7 +28,7 @@ OnStep = Callable[[str], object]
 
 
 @dataclass(frozen=True)
-class Pool:
+class PoolToMove:
     """A node pool to move: its name, its nodes and the DRA driver that takes it over."""
 
     name: str
@@ -55,7 +55,7 @@ class RolloutReport:
         self.on_warning(text)
 
 
-def sharing_warnings(kube: Kube, pool: Pool) -> list[str]:
+def sharing_warnings(kube: Kube, pool: PoolToMove) -> list[str]:
     """What the move takes from the pool's running pods that DRA does not give back: the device
     plugin's time-slicing (harness.kit.checks.migration.detect_time_slicing), one line a node."""
     nodes = list(node_objects(kube, pool.nodes).values())
@@ -63,7 +63,7 @@ def sharing_warnings(kube: Kube, pool: Pool) -> list[str]:
     return [f"{f.subject}: {f.message}; fix: {f.remediation}" for f in findings]
 
 
-def install_driver(kube: Kube, pool: Pool, install: Callable[[Sequence[str]], object]) -> None:
+def install_driver(kube: Kube, pool: PoolToMove, install: Callable[[Sequence[str]], object]) -> None:
     """Run `install(nodes)` and wait until every node of the pool has the driver's devices."""
     install(pool.nodes)
     wait_for(
@@ -74,7 +74,7 @@ def install_driver(kube: Kube, pool: Pool, install: Callable[[Sequence[str]], ob
     )
 
 
-def uninstall_driver(kube: Kube, pool: Pool, uninstall: Callable[[Sequence[str]], object]) -> None:
+def uninstall_driver(kube: Kube, pool: PoolToMove, uninstall: Callable[[Sequence[str]], object]) -> None:
     """Run `uninstall(nodes)` and wait until no node of the pool has the driver's devices."""
     uninstall(pool.nodes)
     wait_for(
@@ -116,7 +116,7 @@ def ensure_device_class(kube: Kube, body: Obj) -> ClassOutcome:
 
 def migrate_pool(
     kube: Kube,
-    pool: Pool,
+    pool: PoolToMove,
     plugins: Sequence[DevicePlugin],
     install: Callable[[Sequence[str]], object],
     device_class: Obj,
@@ -150,7 +150,7 @@ def migrate_pool(
 
 def rollback_pool(
     kube: Kube,
-    pool: Pool,
+    pool: PoolToMove,
     plugins: Sequence[DevicePlugin],
     uninstall: Callable[[Sequence[str]], object],
     *,

@@ -29,7 +29,7 @@ from harness.clusters.local.upgrade import (
     served_kinds,
     stored_in_dropped_versions,
 )
-from harness.clusters.nodes import NodePool, create_pool, delete_pool
+from harness.clusters.nodes import KwokPoolSpec, create_pool, delete_pool
 from harness.core.errors import HarnessError
 from harness.kit import builders as b
 from harness.kit.drastate import allocated_devices, claims_of
@@ -76,7 +76,7 @@ def install_fleet(
     """Two kwok GPU nodes, one static-MIG node, their slices and the personality's classes
     under their real names (the cluster is the rehearsal's own)."""
     personality = get_personality(PERSONALITY)
-    pools = [NodePool(f"{namespace}-gpu", 2), NodePool(f"{namespace}-mig", 1)]
+    pools = [KwokPoolSpec(f"{namespace}-gpu", 2), KwokPoolSpec(f"{namespace}-mig", 1)]
     for pool in pools:
         create_pool(kube, pool)
         objects.defer(f"delete pool {pool.name}", partial(delete_pool, kube, pool))

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import ApiException, Kube
@@ -52,7 +52,7 @@ def test_an_admin_access_request_is_refused_in_a_namespace_without_the_label(
 def test_an_admin_access_claim_gets_a_device_another_claim_holds(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=1))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1))
     [node] = fleet.node_names
     gpu = fleet.device_class(NV)
     _allow_admin_access(kube, namespace)
@@ -78,7 +78,7 @@ def test_an_admin_access_daemon_set_reaches_every_gpu_in_use(
 ) -> None:
     # The monitoring agent's shape: one pod per node, each with admin access to the node's GPU
     # while a workload holds it.
-    fleet = gpu_fleet(GpuPool(gpus=1, nodes=2))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, nodes=2))
     gpu = fleet.device_class(NV)
     _allow_admin_access(kube, namespace)
     for i, node in enumerate(fleet.node_names):

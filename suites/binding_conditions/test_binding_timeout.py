@@ -16,7 +16,7 @@ from fixtures.requirements import provider_unmet, skip, version_unmet
 from harness.clusters.base import Cell
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.local.components import Tuning
-from harness.clusters.nodes import POOL_LABEL, NodePool, create_pool
+from harness.clusters.nodes import POOL_LABEL, KwokPoolSpec, create_pool
 from harness.core.expectations import binding_timeout_configurable
 from harness.kit.drastate import claims_of
 from harness.kit.kube import Kube, Obj
@@ -67,7 +67,7 @@ def test_a_pod_whose_device_is_never_attached_is_rescheduled_after_the_binding_t
         closing(Kube.from_kubeconfig(cluster.kubeconfig)) as kube,
         namespace_for(kube, request.node.nodeid) as namespace,
     ):
-        pool = NodePool(name=f"{namespace[:50]}-p", count=1)
+        pool = KwokPoolSpec(name=f"{namespace[:50]}-p", count=1)
         create_pool(kube, pool)
         for body in attachable_pod(namespace, pool.node_names()[0], {POOL_LABEL: pool.name}):
             kube.create(body)

@@ -9,7 +9,7 @@ import pytest
 
 from fake_driver import legacy
 from fixtures.driver import DriverUnderTest
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness import rollout
 from harness.clusters.base import Cell
 from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
@@ -28,7 +28,7 @@ def test_a_node_the_device_plugin_left_takes_bridged_pods_from_1_35(
 ) -> None:
     gpu = driver.extended_resource
     fleet = gpu_fleet(
-        GpuPool(gpus=2, nodes=1, device_plugin=True, personality=driver.personality or "nvidia-v25.12"),
+        GpuPoolSpec(gpus=2, nodes=1, device_plugin=True, personality=driver.personality or "nvidia-v25.12"),
         classes=False,
         publish=False,
     )

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.core.expectations import unallocated_device_status_value
 from harness.kit import builders as b
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.feature_gate("DRAResourceClaimDeviceStatus")
 
 
 def _running_claim(kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, gpus: int) -> dict[str, object]:
-    fleet = gpu_fleet(GpuPool(gpus=gpus))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=gpus))
     create_claim_pod(
         kube, namespace, "p", [b.exact_request("gpu", fleet.device_class(NV))], fleet.node_selector
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fake_driver import faults
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.core.expectations import (
     allocation_result_copies_tolerations,
@@ -34,7 +34,7 @@ NV = "gpu.nvidia.com"
 def test_a_no_schedule_device_taint_keeps_a_claim_off_and_a_toleration_lets_it_on(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, cell: Cell
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v0.4"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, personality="nvidia-v0.4"))
     [node] = fleet.node_names
     faults.mark_unhealthy(fleet.publisher, node, ["gpu-0"])  # xid 79: gpu.nvidia.com/xid=79:NoSchedule
     gpu = fleet.device_class(NV)
@@ -58,7 +58,7 @@ def test_a_no_schedule_device_taint_keeps_a_claim_off_and_a_toleration_lets_it_o
 def test_a_device_taint_rule_keeps_a_claim_off_until_the_rule_is_deleted(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, objects: Created, cell: Cell
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v0.4"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, personality="nvidia-v0.4"))
     [node] = fleet.node_names
     api = device_taint_rule_api(cell.number)
     name = f"{namespace}-gpu-0"
@@ -95,7 +95,7 @@ def test_a_no_execute_device_taint_rule_evicts_the_pod_using_the_device(
 ) -> None:
     # kube-controller-manager's device-taint-eviction controller deletes pods whose allocated
     # device gets a NoExecute taint they do not tolerate.
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v0.4"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, personality="nvidia-v0.4"))
     [node] = fleet.node_names
     create_claim_pod(
         kube, namespace, "victim", [b.exact_request("gpu", fleet.device_class(NV))], fleet.node_selector

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
@@ -34,7 +34,9 @@ def _claim_pod(
 
 def test_static_mig_device_chosen_by_profile(kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet) -> None:
     layout = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v25.8", mig={"mode": "static", "layout": layout}))
+    fleet = gpu_fleet(
+        GpuPoolSpec(gpus=1, personality="nvidia-v25.8", mig={"mode": "static", "layout": layout})
+    )
     [node] = fleet.node_names
     selector = f"device.attributes['{NV}'].profile == '2g.20gb'"
 
@@ -49,7 +51,7 @@ def test_static_mig_device_chosen_by_profile(kube: Kube, namespace: str, gpu_fle
 
 
 def test_full_gpu_chosen_by_product_name(kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, suffix="h100"), GpuPool(profile="l4", gpus=2, suffix="l4"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, suffix="h100"), GpuPoolSpec(profile="l4", gpus=2, suffix="l4"))
     [_h100], [l4] = fleet.pool_nodes
     selector = f"device.attributes['{NV}'].productName == 'NVIDIA L4'"
 
@@ -65,7 +67,7 @@ def test_full_gpu_chosen_by_product_name(kube: Kube, namespace: str, gpu_fleet: 
 def test_dynamic_mig_full_gpu_waits_for_its_mig_device(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v25.12", mig="dynamic"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, personality="nvidia-v25.12", mig="dynamic"))
     [node] = fleet.node_names
     mig_selector = f"device.attributes['{NV}'].profile == '1g.10gb'"
     _claim_pod(

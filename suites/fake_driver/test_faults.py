@@ -6,7 +6,7 @@ import pytest
 
 from fake_driver import apilimits, faults
 from fake_driver.faultstate import FAULTS_ANNOTATION
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.kit.drastate import device_names, node_slices, pools
 from harness.kit.kube import Kube
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 
 @pytest.mark.feature_gate("DRADeviceTaints")  # the v0.4 health taint is dropped without it
 def test_drop_attribute_taint_crash_wipe_and_recover(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p"), classes=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p"), classes=False)
     n1, n2 = fleet.node_names
     pub = fleet.publisher
 
@@ -73,7 +73,7 @@ def test_v0_4_health_event_stored_as_its_taint(
     kube: Kube, gpu_fleet: MakeGpuFleet, event: str, xid: int, taint: dict[str, str]
 ) -> None:
     # NV cmd/gpu-kubelet-plugin/device_health.go healthEventToTaint @ v0.4.1.
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v0.4", suffix="p"), classes=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, personality="nvidia-v0.4", suffix="p"), classes=False)
     [node] = fleet.node_names
 
     faults.mark_unhealthy(fleet.publisher, node, ["gpu-0"], event=event, xid=xid)
@@ -85,7 +85,7 @@ def test_v0_4_health_event_stored_as_its_taint(
 
 
 def test_unhealthy_device_removed_when_mode_overridden(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v25.8", suffix="p"), classes=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, personality="nvidia-v25.8", suffix="p"), classes=False)
     [node] = fleet.node_names
 
     faults.mark_unhealthy(fleet.publisher, node, ["gpu-1"], mode="remove")
@@ -95,7 +95,7 @@ def test_unhealthy_device_removed_when_mode_overridden(kube: Kube, gpu_fleet: Ma
 
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # a multi-slice pool needs DynamicMIG here
 def test_stale_generation_leaves_one_slice_behind(kube: Kube, gpu_fleet: MakeGpuFleet, cell: Cell) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, mig="dynamic", suffix="p"), classes=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, mig="dynamic", suffix="p"), classes=False)
     [node] = fleet.node_names
 
     faults.stale_generation(fleet.publisher, [node])

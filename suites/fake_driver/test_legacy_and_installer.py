@@ -9,7 +9,7 @@ from fake_driver import installer, legacy
 from fake_driver.errors import InstallRefusedError
 from fake_driver.ledger import Ledger, Usage
 from fake_driver.personalities import get_personality
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit.builders import RESOURCE_V1 as SLICE_API
 from harness.kit.drastate import allocated_devices, claims_of
@@ -40,7 +40,9 @@ def _renew_time(kube: Kube, node: str) -> str:
 
 
 def test_advertised_gpus_survive_kwok_heartbeats_and_withdraw(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, nodes=2, device_plugin=True, suffix="p"), classes=False, publish=False)
+    fleet = gpu_fleet(
+        GpuPoolSpec(gpus=2, nodes=2, device_plugin=True, suffix="p"), classes=False, publish=False
+    )
     n1, n2 = fleet.node_names
     renewed = _renew_time(kube, n1)
 
@@ -75,7 +77,7 @@ def _nvidia_classes(kube: Kube) -> dict[str, str]:
 def test_installer_refuses_gpu_mode_next_to_the_device_plugin(
     kube: Kube, gpu_fleet: MakeGpuFleet, objects: Created
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, nodes=2, suffix="p"), classes=False, publish=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, nodes=2, suffix="p"), classes=False, publish=False)
     _, n2 = fleet.node_names
     legacy.advertise(kube.api_client, fleet.fleet, [n2])
     p = get_personality("nvidia-v25.12")
@@ -113,7 +115,7 @@ def test_installer_refuses_gpu_mode_next_to_the_device_plugin(
 def test_example_installer_has_no_device_plugin_guard(
     kube: Kube, gpu_fleet: MakeGpuFleet, objects: Created
 ) -> None:
-    gpu_fleet(GpuPool(gpus=2, device_plugin=True, suffix="p"), classes=False, publish=False)
+    gpu_fleet(GpuPoolSpec(gpus=2, device_plugin=True, suffix="p"), classes=False, publish=False)
     p = get_personality("example-v0.4")
     objects.defer("uninstall example-v0.4", lambda: installer.uninstall(kube.api_client, p))
     assert installer.install(kube.api_client, p) == ["gpu.example.com"]
@@ -125,7 +127,7 @@ def test_example_installer_has_no_device_plugin_guard(
 def test_ledger_catches_the_scheduler_promising_one_gpu_twice(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, device_plugin=True, suffix="p"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, device_plugin=True, suffix="p"))
     [node] = fleet.node_names
     kube.create(
         b.claim_template("one-gpu", namespace, [b.exact_request("gpu", fleet.device_class("gpu.nvidia.com"))])

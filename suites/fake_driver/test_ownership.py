@@ -18,7 +18,7 @@ from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE, RUN_ENV, RUN_LABEL
 from fake_driver.personalities import get_personality
 from fake_driver.publisher import Publisher
 from fixtures.driver import DriverUnderTest, install_classes, remove_classes
-from fixtures.fake_driver import GpuPool, fleet_of
+from fixtures.fake_driver import GpuPoolSpec, fleet_of
 from fixtures.nodes import MakePool
 from harness.clusters.base import Cell, Cluster
 from harness.core.versions import REPO_ROOT
@@ -148,7 +148,9 @@ def test_a_real_drivers_classes_and_slices_are_never_replaced_or_deleted(
     assert remove_classes(kube, p) == []  # the session's teardown: none of them is ours
 
     # A run's publisher on the same node, same driver: publishes beside them, removes its own.
-    pub = Publisher(kube.api_client, fleet_of([GpuPool(gpus=2, personality=p.name)], [[node]]), cell.minor)
+    pub = Publisher(
+        kube.api_client, fleet_of([GpuPoolSpec(gpus=2, personality=p.name)], [[node]]), cell.minor
+    )
     assert [r.action for r in pub.publish_all().results] == ["created"]
     assert [r.action for r in pub.sync().results] == ["unchanged"]
     assert pub.remove_all() == 1

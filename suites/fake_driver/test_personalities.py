@@ -11,7 +11,7 @@ from fake_driver.deviceclasses import render_device_classes
 from fake_driver.kube import KubeRest
 from fake_driver.personalities import get_personality
 from fake_driver.profiles import get_profile
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit.builders import RESOURCE_V1
 from harness.kit.drastate import device_names, node_slices, pools
 from harness.kit.kube import Kube, Obj
@@ -22,34 +22,34 @@ STATIC = {"mode": "static", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb
 PARTITIONABLE = pytest.mark.feature_gate("DRAPartitionableDevices")
 
 CASES = [
-    pytest.param(GpuPool(personality="nvidia-v25.3"), id="nvidia-v25.3-h100"),
-    pytest.param(GpuPool(personality="nvidia-v25.3", mig=STATIC), id="nvidia-v25.3-h100-static-mig"),
-    pytest.param(GpuPool(personality="nvidia-v25.8", profile="l4"), id="nvidia-v25.8-l4"),
-    pytest.param(GpuPool(personality="nvidia-v25.8", mig=STATIC), id="nvidia-v25.8-h100-static-mig"),
-    pytest.param(GpuPool(personality="nvidia-v25.12", profile="t4"), id="nvidia-v25.12-t4"),
+    pytest.param(GpuPoolSpec(personality="nvidia-v25.3"), id="nvidia-v25.3-h100"),
+    pytest.param(GpuPoolSpec(personality="nvidia-v25.3", mig=STATIC), id="nvidia-v25.3-h100-static-mig"),
+    pytest.param(GpuPoolSpec(personality="nvidia-v25.8", profile="l4"), id="nvidia-v25.8-l4"),
+    pytest.param(GpuPoolSpec(personality="nvidia-v25.8", mig=STATIC), id="nvidia-v25.8-h100-static-mig"),
+    pytest.param(GpuPoolSpec(personality="nvidia-v25.12", profile="t4"), id="nvidia-v25.12-t4"),
     pytest.param(
-        GpuPool(personality="nvidia-v25.12", profile="b200", mig={**STATIC, "layout": ["7g.180gb"]}),
+        GpuPoolSpec(personality="nvidia-v25.12", profile="b200", mig={**STATIC, "layout": ["7g.180gb"]}),
         id="nvidia-v25.12-b200-static-mig",
     ),
     pytest.param(
-        GpuPool(personality="nvidia-v25.12", mig="dynamic"),
+        GpuPoolSpec(personality="nvidia-v25.12", mig="dynamic"),
         marks=PARTITIONABLE,
         id="nvidia-v25.12-h100-dynamic-mig",
     ),
     pytest.param(
-        GpuPool(personality="nvidia-v25.12", profile="a100-40gb", gpus=2, mig="dynamic"),
+        GpuPoolSpec(personality="nvidia-v25.12", profile="a100-40gb", gpus=2, mig="dynamic"),
         marks=PARTITIONABLE,
         id="nvidia-v25.12-a100-dynamic-mig",
     ),
-    pytest.param(GpuPool(personality="nvidia-v0.4", profile="h200-141gb-hbm3e"), id="nvidia-v0.4-h200"),
+    pytest.param(GpuPoolSpec(personality="nvidia-v0.4", profile="h200-141gb-hbm3e"), id="nvidia-v0.4-h200"),
     pytest.param(
-        GpuPool(personality="nvidia-v0.4", mig="dynamic"),
+        GpuPoolSpec(personality="nvidia-v0.4", mig="dynamic"),
         marks=PARTITIONABLE,
         id="nvidia-v0.4-h100-dynamic-mig",
     ),
-    pytest.param(GpuPool(personality="example-v0.4", profile="l4"), id="example-v0.4"),
+    pytest.param(GpuPoolSpec(personality="example-v0.4", profile="l4"), id="example-v0.4"),
     pytest.param(
-        GpuPool(personality="example-v0.4", profile="l4", consumable_capacity=True),
+        GpuPoolSpec(personality="example-v0.4", profile="l4", consumable_capacity=True),
         marks=pytest.mark.feature_gate("DRAConsumableCapacity"),
         id="example-v0.4-consumable-capacity",
     ),
@@ -57,10 +57,10 @@ CASES = [
 
 
 @pytest.mark.parametrize("pool", CASES)
-def test_slices_are_accepted_as_rendered(kube: Kube, gpu_fleet: MakeGpuFleet, pool: GpuPool) -> None:
+def test_slices_are_accepted_as_rendered(kube: Kube, gpu_fleet: MakeGpuFleet, pool: GpuPoolSpec) -> None:
     # Every write is dry-run first and compared with what the server stored: a rejected or
     # silently dropped field would raise PublishError naming it.
-    fleet = gpu_fleet(GpuPool(**{**vars(pool), "suffix": "p"}), classes=False)
+    fleet = gpu_fleet(GpuPoolSpec(**{**vars(pool), "suffix": "p"}), classes=False)
     [node] = fleet.node_names
     rendered = fleet.publisher.rendered(node)
     driver = rendered.driver

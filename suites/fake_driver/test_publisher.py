@@ -9,7 +9,7 @@ from fake_driver import apilimits
 from fake_driver.errors import NodeNotFoundError, PublishError
 from fake_driver.kube import ApiError, KubeRest
 from fake_driver.publisher import Publisher
-from fixtures.fake_driver import GpuPool, MakeGpuFleet, fleet_of
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet, fleet_of
 from harness.clusters.base import Cell
 from harness.kit import builders as b
 from harness.kit.drastate import device_names, node_slices, pools
@@ -19,7 +19,7 @@ from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 
-V04 = GpuPool(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p")
+V04 = GpuPoolSpec(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p")
 
 
 def test_publish_all_creates_one_owned_slice_per_node(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
@@ -71,7 +71,7 @@ def test_change_bumps_generation_and_updates_in_place(kube: Kube, gpu_fleet: Mak
     [old] = node_slices(kube, n0)
 
     report = fleet.publisher_for(
-        fleet_of([GpuPool(gpus=4, personality="nvidia-v0.4")], [fleet.node_names])
+        fleet_of([GpuPoolSpec(gpus=4, personality="nvidia-v0.4")], [fleet.node_names])
     ).publish_all()
 
     assert [(r.action, r.generation) for r in report.results] == [("updated", 2), ("updated", 2)]
@@ -84,9 +84,9 @@ def test_change_bumps_generation_and_updates_in_place(kube: Kube, gpu_fleet: Mak
 
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
 def test_layout_change_adds_and_removes_slices(kube: Kube, gpu_fleet: MakeGpuFleet, cell: Cell) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v0.4", suffix="p"), classes=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, personality="nvidia-v0.4", suffix="p"), classes=False)
     [node] = fleet.node_names
-    dynamic = fleet_of([GpuPool(gpus=2, personality="nvidia-v0.4", mig="dynamic")], [[node]])
+    dynamic = fleet_of([GpuPoolSpec(gpus=2, personality="nvidia-v0.4", mig="dynamic")], [[node]])
 
     fleet.publisher_for(dynamic).publish_node(node)
 
@@ -104,10 +104,10 @@ def test_layout_change_adds_and_removes_slices(kube: Kube, gpu_fleet: MakeGpuFle
 
 
 def test_missing_node_is_reported_not_published(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, suffix="p"), classes=False, publish=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, suffix="p"), classes=False, publish=False)
     [node] = fleet.node_names
     ghost = f"{node}-ghost"
-    pub = fleet.publisher_for(fleet_of([GpuPool(gpus=2)], [[node, ghost]]))
+    pub = fleet.publisher_for(fleet_of([GpuPoolSpec(gpus=2)], [[node, ghost]]))
 
     assert pub.publish_all().missing == (ghost,)
     with pytest.raises(NodeNotFoundError, match=f"'{ghost}' does not exist"):
@@ -178,9 +178,11 @@ def test_remove_all_on_stop_leaves_other_nodes_alone(
 @pytest.mark.feature_gate("DRAPartitionableDevices")  # DynamicMIG layouts need shared counters
 def test_rejected_slice_names_the_field_and_writes_nothing(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     # Rendered for 1.34 (counter sets and devices in one slice), sent to a newer server.
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="nvidia-v25.12", suffix="p"), classes=False, publish=False)
+    fleet = gpu_fleet(
+        GpuPoolSpec(gpus=1, personality="nvidia-v25.12", suffix="p"), classes=False, publish=False
+    )
     [node] = fleet.node_names
-    dynamic = fleet_of([GpuPool(gpus=1, mig="dynamic")], [[node]])
+    dynamic = fleet_of([GpuPoolSpec(gpus=1, mig="dynamic")], [[node]])
 
     with pytest.raises(PublishError) as err:
         Publisher(kube.api_client, dynamic, "1.34").publish_node(node)
@@ -194,7 +196,7 @@ def test_rejected_slice_names_the_field_and_writes_nothing(kube: Kube, gpu_fleet
 def test_failed_write_leaves_no_half_published_pool(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet, objects: Created
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, suffix="p"), classes=False, publish=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, suffix="p"), classes=False, publish=False)
     [node] = fleet.node_names
     # A real admission denial of the third slice (GPU 1's devices), after two were written.
     policy = f"{namespace}-deny-gpu-1"
@@ -231,7 +233,7 @@ def test_failed_write_leaves_no_half_published_pool(
         }
     )
     _wait_policy_active(kube, node)
-    dynamic = fleet_of([GpuPool(gpus=2, mig="dynamic")], [[node]])
+    dynamic = fleet_of([GpuPoolSpec(gpus=2, mig="dynamic")], [[node]])
 
     with pytest.raises(PublishError, match="write of gpu-1 failed"):
         fleet.publisher_for(dynamic, dry_run_first=False).publish_node(node)
@@ -270,9 +272,9 @@ def _wait_policy_active(kube: Kube, node: str) -> None:
 def test_field_dropped_by_a_disabled_gate_is_an_error_naming_the_gate(
     kube: Kube, cell: Cell, gpu_fleet: MakeGpuFleet, gate: str, mig: str
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=1, suffix="p"), classes=False, publish=False)
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, suffix="p"), classes=False, publish=False)
     [node] = fleet.node_names
-    dynamic = fleet_of([GpuPool(gpus=1, mig=mig)], [[node]])
+    dynamic = fleet_of([GpuPoolSpec(gpus=1, mig=mig)], [[node]])
 
     with pytest.raises(PublishError, match=rf"dropped spec\.sharedCounters \(feature gate {gate}\)"):
         fleet.publisher_for(dynamic).publish_node(node)

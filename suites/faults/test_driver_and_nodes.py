@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
-from fixtures.fake_driver import GpuFleet, GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuFleet, GpuPoolSpec, MakeGpuFleet
 from harness.clusters.host.processes import ManagedProcess, log_tail
 from harness.clusters.local.cluster import LocalCluster
 from harness.core.versions import REPO_ROOT
@@ -110,7 +110,7 @@ def driver_process(
     kube: Kube, local_cluster: LocalCluster, tmp_path: Path, gpu_fleet: MakeGpuFleet, driver: DriverUnderTest
 ) -> Iterator[tuple[GpuFleet, DriverProcess]]:
     fleet = gpu_fleet(
-        GpuPool(gpus=4, suffix="p", personality=driver.personality or "nvidia-v25.12"),
+        GpuPoolSpec(gpus=4, suffix="p", personality=driver.personality or "nvidia-v25.12"),
         classes=False,
         publish=False,
     )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from fixtures.fake_driver import FLEET_LABEL, GpuPool, MakeGpuFleet
+from fixtures.fake_driver import FLEET_LABEL, GpuPoolSpec, MakeGpuFleet
 from fixtures.nodes import MakePool
 from fixtures.requirements import api_unserved, gate_reason, skip
 from harness.clusters.base import Cell
@@ -72,7 +72,7 @@ def gpu_nodes(
                 1, suffix=f"x{made[0]}", labels={FLEET_LABEL: namespace}, extended_resources={GPU: str(gpus)}
             )
             return pool.node_names()
-        fleet = gpu_fleet(GpuPool(gpus=gpus, suffix=f"c{made[0]}"), classes=made[0] == 1)
+        fleet = gpu_fleet(GpuPoolSpec(gpus=gpus, suffix=f"c{made[0]}"), classes=made[0] == 1)
         if made[0] == 1:
             gpu_class = fleet.device_class("gpu.nvidia.com")
             kube.create(b.claim_template(TEMPLATE, namespace, [b.exact_request("gpu", gpu_class, count=2)]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit.drastate import allocation
 from harness.kit.kube import Kube
@@ -39,7 +39,7 @@ def _stays_unschedulable(kube: Kube, namespace: str, name: str, why: str) -> Non
 def test_seven_1g_devices_fill_an_h100_and_give_the_counters_back(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=1, mig="dynamic"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, mig="dynamic"))
     [node] = fleet.node_names
     mig = fleet.device_class("mig.nvidia.com")
     create_claim_pod(
@@ -67,7 +67,7 @@ def test_seven_1g_devices_fill_an_h100_and_give_the_counters_back(
 def test_a_4g_and_a_3g_fit_together_and_keep_the_full_gpu_out(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=1, mig="dynamic"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, mig="dynamic"))
     [node] = fleet.node_names
     mig = fleet.device_class("mig.nvidia.com")
     four = b.exact_request("four", mig, selectors=[f"{nv('profile')} == '4g.40gb'"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit.drastate import allocation, claims_of
 from harness.kit.kube import Kube
@@ -19,7 +19,7 @@ def test_first_available_prefers_3g_and_falls_back_to_1g(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
     layout = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
-    fleet = gpu_fleet(GpuPool(gpus=1, mig={"mode": "static", "layout": layout}))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, mig={"mode": "static", "layout": layout}))
     [node] = fleet.node_names
     mig = fleet.device_class("mig.nvidia.com")
     request = prefer_3g_then_1g(mig)
@@ -42,7 +42,7 @@ def test_match_attribute_across_requests_picks_the_subrequest_that_fits(
     # only 3g there is taken by "a", so the allocator takes "b"'s second choice, though a 3g is
     # free on the other GPU (upstream: prioritized list with matchAttribute constraints).
     layout = ["3g.40gb", "1g.10gb", "1g.10gb"]
-    fleet = gpu_fleet(GpuPool(gpus=2, mig={"mode": "static", "layout": layout}))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, mig={"mode": "static", "layout": layout}))
     [node] = fleet.node_names
     mig = fleet.device_class("mig.nvidia.com")
     profile = nv("profile")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from fixtures.requirements import skip
 from harness.clusters.base import Cell
 from harness.core.expectations import prioritized_list_scores_nodes
@@ -28,8 +28,8 @@ def test_the_scheduler_prefers_the_node_where_the_first_choice_fits(
         skip(Reason(Kind.VERSION, minor=cell.minor, profile=cell.profile, need="1.35"))
     # Three nodes offer only the fallback (1g), one offers the first choice (3g): without
     # scoring the pod lands on the 3g node one time in four.
-    only_small = GpuPool(gpus=1, nodes=3, mig={"mode": "static", "layout": ["1g.10gb"] * 7}, suffix="s")
-    has_big = GpuPool(gpus=1, mig={"mode": "static", "layout": ["3g.40gb", "1g.10gb"]}, suffix="b")
+    only_small = GpuPoolSpec(gpus=1, nodes=3, mig={"mode": "static", "layout": ["1g.10gb"] * 7}, suffix="s")
+    has_big = GpuPoolSpec(gpus=1, mig={"mode": "static", "layout": ["3g.40gb", "1g.10gb"]}, suffix="b")
     fleet = gpu_fleet(only_small, has_big)
     [[big_node]] = fleet.pool_nodes[1:]
     mig = fleet.device_class("mig.nvidia.com")

@@ -4,7 +4,7 @@ comparisons on quantities and versions."""
 from __future__ import annotations
 
 from fake_driver.fleet import fleet_from_dict
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.kit import builders as b
 from harness.kit.drastate import allocation, claims_of
@@ -41,7 +41,7 @@ def _pending(kube: Kube, namespace: str, name: str, scheduled: Obj | None) -> No
 def test_selector_matching_nothing_keeps_the_pod_pending(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, mig={"mode": "static", "layout": ["3g.40gb", "3g.40gb"]}))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, mig={"mode": "static", "layout": ["3g.40gb", "3g.40gb"]}))
     mig = fleet.device_class("mig.nvidia.com")
     nothing = b.exact_request("gpu", mig, selectors=[f"{nv('profile')} == '1g.10gb'"])
 
@@ -57,7 +57,7 @@ def test_selector_reading_an_attribute_missing_on_some_nodes_is_a_cel_runtime_er
 ) -> None:
     # nvidia-v25.3 still publishes `index`; v25.8+ dropped it (NV PR #624).
     fleet = gpu_fleet(
-        GpuPool(gpus=1, personality="nvidia-v25.3"), GpuPool(gpus=1, personality="nvidia-v25.12")
+        GpuPoolSpec(gpus=1, personality="nvidia-v25.3"), GpuPoolSpec(gpus=1, personality="nvidia-v25.12")
     )
     by_index = b.exact_request("gpu", fleet.device_class("gpu.nvidia.com"), selectors=[f"{nv('index')} == 0"])
 
@@ -89,8 +89,10 @@ def test_selector_reading_an_attribute_missing_on_some_nodes_is_a_cel_runtime_er
 def test_cel_on_quantities_and_versions_selects_the_right_gpus(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    made = gpu_fleet(GpuPool(gpus=1), GpuPool(gpus=1, profile="l4"), GpuPool(gpus=1), publish=False)
-    # gpu_fleet's GpuPool has no driver_version: publish the same nodes with the fleet field set.
+    made = gpu_fleet(
+        GpuPoolSpec(gpus=1), GpuPoolSpec(gpus=1, profile="l4"), GpuPoolSpec(gpus=1), publish=False
+    )
+    # gpu_fleet's GpuPoolSpec has no driver_version: publish the same nodes with the fleet field set.
     versions = ["550.163.01", "580.95.05", "580.95.05"]
     pools = [
         {

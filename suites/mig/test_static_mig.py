@@ -4,7 +4,7 @@ one physical GPU."""
 
 from __future__ import annotations
 
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit.drastate import allocation, node_slices
 from harness.kit.kube import Kube
@@ -17,7 +17,7 @@ LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 def test_profile_selector_gets_exactly_that_profile(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, mig={"mode": "static", "layout": LAYOUT}))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, mig={"mode": "static", "layout": LAYOUT}))
     [node] = fleet.node_names
     mig = fleet.device_class("mig.nvidia.com")
     one_g = b.exact_request("gpu", mig, count=2, selectors=[f"{nv('profile')} == '1g.10gb'"])
@@ -40,7 +40,7 @@ def test_profile_selector_gets_exactly_that_profile(
 def test_match_attribute_parent_uuid_keeps_two_mig_devices_on_one_gpu(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, mig={"mode": "static", "layout": LAYOUT}))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, mig={"mode": "static", "layout": LAYOUT}))
     [node] = fleet.node_names
     mig = fleet.device_class("mig.nvidia.com")
     big = b.exact_request("big", mig, selectors=[f"{nv('profile')} == '3g.40gb'"])

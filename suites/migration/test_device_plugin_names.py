@@ -16,7 +16,7 @@ import pytest
 from fake_driver.deviceclasses import render_device_classes
 from fake_driver.personalities import get_personality
 from fake_driver.profiles import get_profile
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from fixtures.nodes import MakePool
 from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.base import Cell
@@ -55,7 +55,7 @@ def test_a_mig_named_pod_is_pending_without_its_class_and_gets_that_profile_with
     cell: Cell,
     tmp_path: Path,
 ) -> None:
-    fleet = gpu_fleet(GpuPool(profile=PROFILE, gpus=1, mig={"mode": "static", "layout": LAYOUT}))
+    fleet = gpu_fleet(GpuPoolSpec(profile=PROFILE, gpus=1, mig={"mode": "static", "layout": LAYOUT}))
     [node] = fleet.node_names
     legacy = node_pool(1, suffix="dp", extended_resources={MIG: "2"})  # mixed strategy's name
     kube.create(b.legacy_pod("on-legacy", namespace, MIG, 1, node_selector={POOL_LABEL: legacy.name}))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.driver import DriverUnderTest
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness import rollout
 from harness.kit import builders as b
@@ -76,7 +76,7 @@ def test_a_time_sliced_pool_runs_4x_pods_and_after_the_move_the_deployment_leave
 ) -> None:
     gpu = driver.extended_resource
     fleet = gpu_fleet(
-        GpuPool(
+        GpuPoolSpec(
             gpus=GPUS,
             device_plugin=True,
             time_slicing_replicas=REPLICAS,
@@ -113,7 +113,7 @@ def test_a_time_sliced_pool_runs_4x_pods_and_after_the_move_the_deployment_leave
     events: list[str] = []
     rollout.migrate_pool(
         kube,
-        rollout.Pool(fleet.fleet.pools[0].name, (node,), driver.driver, gpu),
+        rollout.PoolToMove(fleet.fleet.pools[0].name, (node,), driver.driver, gpu),
         [rollout.SimulatedDevicePlugin(kube, fleet.fleet)],
         lambda nodes: [fleet.publisher.publish_node(n) for n in nodes],
         rollout.gpu_device_class(driver.device_class, driver.driver, gpu),

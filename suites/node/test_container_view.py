@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from fixtures.driver import DriverPool, DriverUnderTest, MakeGpuPool
+from fixtures.driver import DriverNodes, DriverUnderTest, MakeGpuPool
 from fixtures.reporting import EVIDENCE
 from fixtures.requirements import provider_unmet, skip
 from harness.core.drivers import ContainerView
@@ -62,7 +62,7 @@ def _calls(kube: Kube, node: str, driver: str) -> dict[tuple[str, str], int] | N
         return None
 
 
-def _view_pod(name: str, ns: str, pool: DriverPool, view: ContainerView, image: str) -> Obj:
+def _view_pod(name: str, ns: str, pool: DriverNodes, view: ContainerView, image: str) -> Obj:
     pod = b.pod(
         name,
         ns,

@@ -16,7 +16,7 @@ import pytest
 from fixtures.hostcompare import assert_host_as, quiet_host_snapshot
 from harness.clusters.host import state as hoststate
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.nodeparts import ensure_busybox
 from harness.core.errors import HarnessError
 from harness.core.versions import load_matrix
@@ -31,8 +31,8 @@ pytestmark = [pytest.mark.real_node]
 OWNER = """
 import pathlib, signal, sys
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
-with LocalCluster(real_pools=[RealPool("t", count=1, gpus=1)]) as cluster:
+from harness.clusters.realnodes.pools import RealPoolSpec
+with LocalCluster(real_pools=[RealPoolSpec("t", count=1, gpus=1)]) as cluster:
     pathlib.Path(sys.argv[1]).write_text(str(cluster.kubeconfig))
     signal.pause()
 """
@@ -86,7 +86,7 @@ def test_host_is_as_before_after_the_owner_gets(
 
 def test_a_node_that_fails_names_itself_and_leaves_nothing(quiet_host: dict[str, object]) -> None:
     before = quiet_host
-    cluster = LocalCluster(real_pools=[RealPool("bad", labels={"not a label": "x"})])
+    cluster = LocalCluster(real_pools=[RealPoolSpec("bad", labels={"not a label": "x"})])
     with pytest.raises(HarnessError) as failed:
         cluster.start()
     first, *tail = str(failed.value).splitlines()
@@ -101,8 +101,8 @@ def test_two_clusters_with_real_nodes_use_their_own_addresses_bridges_and_cgroup
     before = quiet_host
     # The same node name in both, on purpose.
     with (
-        LocalCluster(real_pools=[RealPool("a", gpus=1)]) as first,
-        LocalCluster(real_pools=[RealPool("a", gpus=1)]) as second,
+        LocalCluster(real_pools=[RealPoolSpec("a", gpus=1)]) as first,
+        LocalCluster(real_pools=[RealPoolSpec("a", gpus=1)]) as second,
     ):
         reals = [c.real for c in (first, second) if c.real is not None and c.real.slot is not None]
         layouts = [r.node("a-0").layout for r in reals]

@@ -16,7 +16,7 @@ from fake_driver.apilimits import parse_minor
 from fake_driver.ledger import Ledger
 from fake_driver.legacy import advertised
 from fixtures.driver import DriverUnderTest
-from fixtures.fake_driver import FLEET_LABEL, GpuFleet, GpuPool, MakeGpuFleet
+from fixtures.fake_driver import FLEET_LABEL, GpuFleet, GpuPoolSpec, MakeGpuFleet
 from fixtures.requirements import provider_unmet, skip, version_unmet
 from harness import rollout
 from harness.clusters.base import Cell
@@ -175,15 +175,17 @@ def _two_pools(gpu_fleet: MakeGpuFleet, driver: DriverUnderTest, moving_nodes: i
     the device plugin, the DRA driver not yet installed anywhere."""
     personality = driver.personality or "nvidia-v25.12"
     return gpu_fleet(
-        GpuPool(gpus=2, nodes=moving_nodes, device_plugin=True, suffix="a", personality=personality),
-        GpuPool(gpus=2, nodes=1, device_plugin=True, suffix="b", personality=personality),
+        GpuPoolSpec(gpus=2, nodes=moving_nodes, device_plugin=True, suffix="a", personality=personality),
+        GpuPoolSpec(gpus=2, nodes=1, device_plugin=True, suffix="b", personality=personality),
         classes=False,
         publish=False,
     )
 
 
-def _pool(fleet: GpuFleet, namespace: str, driver: DriverUnderTest) -> rollout.Pool:
-    return rollout.Pool(f"{namespace}-a", tuple(fleet.pool_nodes[0]), driver.driver, driver.extended_resource)
+def _pool(fleet: GpuFleet, namespace: str, driver: DriverUnderTest) -> rollout.PoolToMove:
+    return rollout.PoolToMove(
+        f"{namespace}-a", tuple(fleet.pool_nodes[0]), driver.driver, driver.extended_resource
+    )
 
 
 def _install(fleet: GpuFleet) -> Callable[[Sequence[str]], object]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fake_driver import faults
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.base import Cell
 from harness.core.expectations import device_taint_rule_api
@@ -32,7 +32,7 @@ def test_the_scan_reports_tainted_gpus_and_device_taint_rules(
     service_account_kubeconfig: MakeKubeconfig,
     tmp_path: Path,
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=2, personality="nvidia-v0.4"))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, personality="nvidia-v0.4"))
     [node] = fleet.node_names
     faults.mark_unhealthy(fleet.publisher, node, ["gpu-0"])  # xid 79: gpu.nvidia.com/xid=79:NoSchedule
     rule = f"{namespace}-drain"

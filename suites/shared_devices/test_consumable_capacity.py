@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.fake_driver import GpuPool, MakeGpuFleet
+from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
@@ -26,7 +26,7 @@ EXAMPLE = "gpu.example.com"
 def test_two_pods_share_one_gpus_memory_and_a_third_waits(
     kube: Kube, namespace: str, gpu_fleet: MakeGpuFleet
 ) -> None:
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="example-v0.4", consumable_capacity=True))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, personality="example-v0.4", consumable_capacity=True))
     [node] = fleet.node_names
     # Both amounts are asked for: the driver's default for an amount not asked for is the
     # whole device (EX gpu.go memoryCapacity/computeCapacity @ v0.4.0).
@@ -60,7 +60,7 @@ def test_a_claim_that_asks_for_no_amount_takes_the_whole_gpu(
 ) -> None:
     # The request policy's default is the device's whole capacity (EX gpu.go @ v0.4.0), so a
     # shared GPU is shared only by claims that say how much they need.
-    fleet = gpu_fleet(GpuPool(gpus=1, personality="example-v0.4", consumable_capacity=True))
+    fleet = gpu_fleet(GpuPoolSpec(gpus=1, personality="example-v0.4", consumable_capacity=True))
     [node] = fleet.node_names
     plain = b.exact_request("gpu", fleet.device_class(EXAMPLE))
     create_claim_pod(kube, namespace, "a", [plain], fleet.node_selector)

@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.requirements import not_built, skip
 from fixtures.upgrade import StartRehearsal
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.nodeparts import kubelet_built
 from harness.core.expectations import kubelet_prepares_bridged_claim
 from harness.core.versions import load_matrix, minor_number
@@ -40,7 +40,7 @@ def test_every_pod_kind_runs_on_older_kubelets_and_bridged_devices_reach_it_wher
     missing = [m for m in older if kubelet_built(matrix.minor(m)) is None]
     if missing:  # the table is whole or not run: a row left out would pass unseen
         skip(not_built(f"the kubelet of {', '.join(missing)} is not built: make upgradeparts"))
-    pools = [RealPool(f"k{m.replace('.', '')}", count=1, gpus=4, minor=m) for m in older]
+    pools = [RealPoolSpec(f"k{m.replace('.', '')}", count=1, gpus=4, minor=m) for m in older]
     r = rehearsal(minor, "defaults", real_pools=pools)
     assert r.cluster.real is not None
     image, ns, gpu = (

@@ -14,7 +14,7 @@ from fake_driver.profiles import gpu_uuid
 from fixtures.requirements import not_built, skip
 from fixtures.upgrade import Rehearsal, StartRehearsal
 from harness.clusters.local.upgrade import SKEW_POLICY, UpgradeRefused
-from harness.clusters.realnodes.pools import RealNodes, RealPool
+from harness.clusters.realnodes.pools import RealNodes, RealPoolSpec
 from harness.controlplane.nodeparts import kubelet_built
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
@@ -24,7 +24,7 @@ from harness.kit.nodepods import container_env, device_env, env_pod
 from harness.upgrade.rehearsal import wait_claims_gone, wait_running
 
 BEFORE, AFTER = "1.36", "1.37"
-POOL = RealPool("up", count=1, gpus=4)
+POOL = RealPoolSpec("up", count=1, gpus=4)
 PREPARE = "NodePrepareResources"
 
 

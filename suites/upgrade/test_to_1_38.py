@@ -17,7 +17,7 @@ from fixtures.requirements import not_built, skip
 from fixtures.upgrade import Rehearsal, StartRehearsal
 from harness.clusters.local.components import Tuning
 from harness.clusters.local.upgrade import CONTROL_PLANE_ORDER, served_kinds
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.nodeparts import kubelet_built
 from harness.core.upgrade_facts import API_REMOVALS, ApiRemoval
 from harness.core.versions import REPO_ROOT, load_matrix
@@ -56,7 +56,7 @@ def _writer(obj: Obj) -> str:
 
 # -- the step with real nodes ----------------------------------------------------------
 
-POOL = RealPool("keep", count=1, gpus=4)  # the cluster's minor: 1.37
+POOL = RealPoolSpec("keep", count=1, gpus=4)  # the cluster's minor: 1.37
 
 
 def _real_claim_pod(r: Rehearsal, name: str) -> tuple[str, int]:
@@ -137,8 +137,8 @@ def test_claim_pods_on_1_37_kubelets_keep_running_through_1_38_and_back(rehearsa
 LOCKED_OFF, REMOVED_ON = "DRADeviceBindingConditions", "PodGroupPreemptionPolicy"
 PLANTED_GATES = f"--feature-gates={LOCKED_OFF}=false,{REMOVED_ON}=true"
 OLD_POOLS = (
-    RealPool("k134", count=1, gpus=1, minor="1.34"),  # 4 minors behind 1.38: too old
-    RealPool("k135", count=1, gpus=1, minor="1.35"),  # 3 behind: allowed, no bridged devices
+    RealPoolSpec("k134", count=1, gpus=1, minor="1.34"),  # 4 minors behind 1.38: too old
+    RealPoolSpec("k135", count=1, gpus=1, minor="1.35"),  # 3 behind: allowed, no bridged devices
 )
 TARGET_CHECKS = set(SCAN_TARGET_CHECKS)  # every check --target adds
 

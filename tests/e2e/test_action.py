@@ -27,7 +27,7 @@ import yaml
 from harness.clusters.local.cluster import LocalCluster
 from harness.core.versions import REPO_ROOT
 from harness.kit.kube import Kube
-from harness.qualify.standin import StandinPool, install
+from harness.qualify.standin import StandinPoolSpec, install
 
 ACTION = REPO_ROOT / "action.yml"
 DRIVER = "gpu.acme.example"
@@ -127,7 +127,7 @@ def standin(tmp_path: Path) -> Iterator[Path]:
     cluster.start()
     kube = Kube.from_kubeconfig(cluster.kubeconfig)
     try:
-        install(kube, (StandinPool("big", 1, 8), StandinPool("small", 1, 4)), DRIVER)
+        install(kube, (StandinPoolSpec("big", 1, 8), StandinPoolSpec("small", 1, 4)), DRIVER)
         yield cluster.kubeconfig
     finally:
         kube.close()

@@ -25,7 +25,7 @@ from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded
 pytestmark = [pytest.mark.every_minor, pytest.mark.real_node]
 
 CLUSTER, KUBELET = "1.38", "1.37"
-NODES = ["real-0", "real-1"]  # the supervisor's pool: RealPool("real", count=2)
+NODES = ["real-0", "real-1"]  # the supervisor's pool: RealPoolSpec("real", count=2)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from fake_driver.slices import render_node
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes import node as realnode
 from harness.clusters.realnodes.nvidiaroot import make_root, nvml_calls
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.drivers import driver_ref
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT
@@ -52,8 +52,8 @@ DRIVER = "nvidia@v0.4.1"
 PERSONALITY = "nvidia-v0.4"
 GPUS = 8
 POOLS = (
-    RealPool("h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER),
-    RealPool("a100", count=1, gpus=GPUS, profile="a100-40gb", driver=DRIVER),
+    RealPoolSpec("h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER),
+    RealPoolSpec("a100", count=1, gpus=GPUS, profile="a100-40gb", driver=DRIVER),
 )
 
 NODE_SIDE_SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices")
@@ -119,13 +119,13 @@ def nvidia(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NvidiaCluster]:
     assert (sorted(roots), left, [r for r in roots.values() if r.exists()]) == (["a100-0", "h100-0"], [], [])
 
 
-def _node(pool: RealPool) -> str:
+def _node(pool: RealPoolSpec) -> str:
     return pool.node_names()[0]
 
 
 @pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
 def test_the_plugin_publishes_the_profiles_gpus_with_node_unique_uuids(
-    nvidia: NvidiaCluster, pool: RealPool
+    nvidia: NvidiaCluster, pool: RealPoolSpec
 ) -> None:
     node, hw = _node(pool), get_profile(pool.profile)
     [slice_] = published(nvidia.kube, "gpu.nvidia.com", node)
@@ -185,7 +185,7 @@ def _allowed(d: Difference) -> DiffPath | None:
 
 @pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
 def test_the_nvidia_personality_renders_what_the_real_plugin_publishes(
-    nvidia: NvidiaCluster, pool: RealPool
+    nvidia: NvidiaCluster, pool: RealPoolSpec
 ) -> None:
     node = _node(pool)
     real = published(nvidia.kube, "gpu.nvidia.com", node)
@@ -203,7 +203,7 @@ def test_no_allowed_difference_is_stale(nvidia: NvidiaCluster) -> None:
     assert sorted(".".join(p) for p in set(ALLOWED) - used) == []
 
 
-def _rendered(nvidia: NvidiaCluster, pool: RealPool) -> list[dict[str, Any]]:
+def _rendered(nvidia: NvidiaCluster, pool: RealPoolSpec) -> list[dict[str, Any]]:
     node = _node(pool)
     fleet = fleet_from_dict(
         {
@@ -261,7 +261,7 @@ def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_
 
     monkeypatch.setattr(realnode, "make_root", without_library)
     assert nvidia.cluster.real is not None
-    pool = RealPool("bad", count=1, gpus=1, profile="t4", driver=DRIVER)
+    pool = RealPoolSpec("bad", count=1, gpus=1, profile="t4", driver=DRIVER)
     with pytest.raises(HarnessError) as failed:
         nvidia.cluster.real.add_pool(pool)
     nvidia.kube.delete("v1", "Node", "bad-0")
@@ -284,7 +284,7 @@ def test_a_device_plugin_beside_the_real_driver_hands_one_gpu_out_twice(nvidia: 
     both get it (the same UUID), and the detector names the node."""
     assert nvidia.cluster.real is not None
     kube, ns, node = nvidia.kube, "nv-double", "ds-0"
-    pool = RealPool("ds", count=1, gpus=1, profile="h100-80gb-hbm3", driver=DRIVER, device_plugin=True)
+    pool = RealPoolSpec("ds", count=1, gpus=1, profile="h100-80gb-hbm3", driver=DRIVER, device_plugin=True)
     try:
         nvidia.cluster.real.add_pool(pool)
     except HarnessError as err:

@@ -23,11 +23,15 @@ from harness.clusters.local.cluster import LocalCluster
 from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
 from harness.kit.kube import Kube
-from harness.qualify.standin import StandinPool, install
+from harness.qualify.standin import StandinPoolSpec, install
 from tests.e2e.test_report_renders import render_to_artifacts
 
 DRIVER = "gpu.acme.example"
-FLEET = (StandinPool("big", 1, 8), StandinPool("small", 1, 4), StandinPool("mig", 1, 2, "dynamic"))
+FLEET = (
+    StandinPoolSpec("big", 1, 8),
+    StandinPoolSpec("small", 1, 4),
+    StandinPoolSpec("mig", 1, 2, "dynamic"),
+)
 # A few minutes on 2 cores: the suites that exercise the driver, not the whole tree.
 SUITES = ("suites/bridging", "suites/driver", "suites/failure_modes", "suites/shared_devices", "suites/gang")
 

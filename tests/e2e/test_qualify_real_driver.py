@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.drivers import driver_ref
 from harness.core.versions import REPO_ROOT, load_matrix
 from harness.kit import builders as b
@@ -30,7 +30,7 @@ from tests.e2e.test_report_renders import render_to_artifacts
 from tests.realdriver import real_driver_missing
 
 DRIVER = load_matrix().test_drivers[0] if load_matrix().test_drivers else "example@v0.4.0"
-POOL = RealPool("ex", count=2, gpus=4, driver=DRIVER)
+POOL = RealPoolSpec("ex", count=2, gpus=4, driver=DRIVER)
 NODE_SIDE_SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices")
 
 

@@ -26,7 +26,7 @@ from fake_driver.slices import render_node
 from fixtures.options import run_options
 from harness.clusters.host.rundirs import session_run_dir
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.pools import RealPool
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.core.drivers import driver_ref
 from harness.core.errors import HarnessError
@@ -93,8 +93,8 @@ def fidelity(request: pytest.FixtureRequest) -> Iterator[Fidelity]:
         cluster.stop()
 
 
-def _pool(layout: Layout) -> RealPool:
-    return RealPool(layout.pool, count=1, gpus=GPUS, driver=DRIVER, settings=layout.settings)
+def _pool(layout: Layout) -> RealPoolSpec:
+    return RealPoolSpec(layout.pool, count=1, gpus=GPUS, driver=DRIVER, settings=layout.settings)
 
 
 @pytest.fixture(params=list(LAYOUTS))

@@ -318,12 +318,10 @@ def test_rendering_is_deterministic() -> None:
     assert a.slices == b.slices
 
 
-def test_rendering_1000_nodes_x_8_gpus_is_cheap() -> None:
-    import time
-
+def test_rendering_1000_nodes_x_8_gpus_gives_one_slice_of_8_devices_each() -> None:
+    # Its cost is a benchmark's (bench/publish.py renders and publishes), not a timed test's.
     fleet = fleet_from_dict({"pools": [{"name": "b", "count": 1000, "profile": "h100-80gb-hbm3", "gpus": 8}]})
-    t0 = time.perf_counter()
-    n = sum(len(render_node(node, (1, 35)).slices) for node in fleet.nodes)
-    elapsed = time.perf_counter() - t0
-    assert n == 1000
-    assert elapsed < 5.0, f"rendering 8,000 devices took {elapsed:.2f}s"
+    rendered = [render_node(node, (1, 35)) for node in fleet.nodes]
+    assert [len(r.slices) for r in rendered] == [1] * 1000
+    assert {len(r.slices[0]["spec"]["devices"]) for r in rendered} == {8}
+    assert len({r.slices[0]["spec"]["nodeName"] for r in rendered}) == 1000

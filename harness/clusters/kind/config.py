@@ -64,7 +64,7 @@ _IMAGE = re.compile(r"^(?P<repo>[a-z0-9./_-]+):(?P<tag>v\d+\.\d+\.\d+[0-9A-Za-z.
 
 
 @dataclass(frozen=True)
-class KindPool:
+class KindPoolSpec:
     """Workers of one fleet pool (pool names match the fleet in deploy/manifests)."""
 
     name: str
@@ -74,7 +74,10 @@ class KindPool:
 
 # One DRA-only worker and one worker with both stacks: enough to stage every suite's story
 # (including the double-stack failure mode) on two cores.
-DEFAULT_POOLS: tuple[KindPool, ...] = (KindPool("h100"), KindPool("h100-legacy", device_plugin=True))
+DEFAULT_POOLS: tuple[KindPoolSpec, ...] = (
+    KindPoolSpec("h100"),
+    KindPoolSpec("h100-legacy", device_plugin=True),
+)
 
 
 def cluster_name(minor: Minor, profile: GateProfile) -> str:
@@ -85,7 +88,7 @@ def cluster_name(minor: Minor, profile: GateProfile) -> str:
 def render_kind_config(
     minor: Minor,
     profile: GateProfile,
-    pools: Sequence[KindPool] = DEFAULT_POOLS,
+    pools: Sequence[KindPoolSpec] = DEFAULT_POOLS,
     *,
     created: int | None = None,
     local_image: str | None = None,

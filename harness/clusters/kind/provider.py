@@ -37,7 +37,7 @@ from harness.clusters.host import state as hoststate
 from harness.clusters.kind.config import (
     CLUSTER_PREFIX,
     DEFAULT_POOLS,
-    KindPool,
+    KindPoolSpec,
     cluster_name,
     config_problems,
     render_kind_config,
@@ -125,7 +125,7 @@ class KindProvider:
         keep: bool = False,
         kind_bin: Path | str | None = None,
         kubectl_bin: Path | str | None = None,
-        pools: Sequence[KindPool] = DEFAULT_POOLS,
+        pools: Sequence[KindPoolSpec] = DEFAULT_POOLS,
         name: str | None = None,
         driver_image: str | None = None,
         matrix: Matrix | None = None,

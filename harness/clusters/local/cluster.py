@@ -34,7 +34,7 @@ from harness.clusters.host.processes import ManagedProcess, install_signal_teard
 from harness.clusters.local.components import BY_NAME, Tuning
 from harness.clusters.local.kubelets import DEFAULT_KUBELET_MODE
 from harness.clusters.local.upgrade import upgrade
-from harness.clusters.realnodes.pools import RealNodes, RealPool, real_node_parts
+from harness.clusters.realnodes.pools import RealNodes, RealPoolSpec, real_node_parts
 from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.controlplane.gates import KnownGate, enabled_gates, known_gates, validate_profile
 from harness.core.errors import ComponentFailed
@@ -58,7 +58,7 @@ class LocalCluster:
         keep_run_dir: bool = False,
         matrix: Matrix | None = None,
         tuning: Tuning | None = None,
-        real_pools: Sequence[RealPool] = (),
+        real_pools: Sequence[RealPoolSpec] = (),
     ):
         """`tuning`: what a benchmark changes (harness.clusters.local.components.Tuning).
         `real_pools`: nodes with a real kubelet and containerd (harness.clusters.realnodes.pools)."""

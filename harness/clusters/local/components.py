@@ -15,7 +15,7 @@ from harness.clusters.host import health
 from harness.clusters.host.pki import ClusterPKI
 from harness.clusters.host.ports import Ports
 from harness.clusters.kwok import kwok_config, kwok_flags
-from harness.clusters.realnodes.pools import RealPool, real_node_apiserver_flags
+from harness.clusters.realnodes.pools import RealPoolSpec, real_node_apiserver_flags
 from harness.core.versions import GateProfile, Matrix
 
 SERVICE_CIDR = "10.0.0.0/24"
@@ -55,7 +55,7 @@ class ClusterView(Protocol):
     @property
     def pki(self) -> ClusterPKI: ...
     @property
-    def real_pools(self) -> Sequence[RealPool]: ...
+    def real_pools(self) -> Sequence[RealPoolSpec]: ...
     @property
     def kubeconfig(self) -> Path: ...
     @property

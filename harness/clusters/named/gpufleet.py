@@ -15,7 +15,7 @@ from pathlib import Path
 from fake_driver import installer, legacy
 from fake_driver.errors import FakeDriverError
 from fake_driver.fleet import Fleet, load_fleet
-from harness.clusters.nodes import POOL_LABEL, NodePool, node_manifest, node_ready
+from harness.clusters.nodes import POOL_LABEL, KwokPoolSpec, node_manifest, node_ready
 from harness.core.errors import HarnessError
 from harness.kit.builders import resource_api
 from harness.kit.kube import Kube
@@ -48,7 +48,7 @@ def create_fleet_nodes(kube: Kube, fleet: Fleet) -> None:
     DeviceClasses (where a chart brings them: charts/dra-harness-fake-gpu)."""
     print(f"fleet: {len(fleet.node_names)} nodes: creating", flush=True)  # the supervisor's log
     for pool in fleet.pools:
-        nodes = NodePool(pool.name, len(pool.node_names))
+        nodes = KwokPoolSpec(pool.name, len(pool.node_names))
         for name in pool.node_names:
             kube.create(node_manifest(nodes, name))
     names = set(fleet.node_names)

@@ -1,8 +1,8 @@
 """Real node pools of a LocalCluster: the host slot they share, their bridge and addresses,
 their nodes started side by side, and a teardown that leaves the host as it was.
 
-    LocalCluster(real_pools=[RealPool("real", count=2, gpus=2)])
-    LocalCluster(real_pools=[RealPool("ex", count=2, gpus=4, driver="example@v0.4.0")])
+    LocalCluster(real_pools=[RealPoolSpec("real", count=2, gpus=2)])
+    LocalCluster(real_pools=[RealPoolSpec("ex", count=2, gpus=4, driver="example@v0.4.0")])
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ REAL_LABEL = "dra-harness.io/real-node"
 
 
 @dataclass(frozen=True)
-class RealPool:
+class RealPoolSpec:
     """`count` real nodes named `<name>-<i>`, labelled like kwok pools (POOL_LABEL) plus
     `labels`; the fake driver serves `gpus` GPUs of `profile` on each (fake_driver fleet), or
     with `driver` ("example@v0.4.0", versions.toml [drivers]) that real driver's plugin serves
@@ -75,9 +75,9 @@ class RealPool:
         }
 
 
-def cluster_up_pool(count: int, driver: str = "", kubelet: str | None = None) -> RealPool:
+def cluster_up_pool(count: int, driver: str = "", kubelet: str | None = None) -> RealPoolSpec:
     """The pool `cluster up --real-nodes N [--driver NAME@VERSION] [--kubelet MINOR]` starts."""
-    return RealPool("real", count=count, minor=kubelet, gpus=4 if driver else 2, driver=driver)
+    return RealPoolSpec("real", count=count, minor=kubelet, gpus=4 if driver else 2, driver=driver)
 
 
 def layout(slot: hoststate.Slot, run_dir: Path, name: str, index: int) -> NodeLayout:
@@ -98,7 +98,7 @@ class RealNodes:
 
     def __init__(
         self,
-        pools: Sequence[RealPool],
+        pools: Sequence[RealPoolSpec],
         parts: Mapping[str, NodeBinaries],
         run_dir: Path,
         gates: Mapping[str, Mapping[str, bool]],  # per minor
@@ -120,7 +120,7 @@ class RealNodes:
     def node(self, name: str) -> RealNode:
         return self.nodes[name]
 
-    def driver_names(self, pools: Sequence[RealPool]) -> list[tuple[str, str]]:
+    def driver_names(self, pools: Sequence[RealPoolSpec]) -> list[tuple[str, str]]:
         """(who, driver name) of each pool's plugin, for check_driver_names."""
         return [
             (p.driver, self.plugins[p.name].driver)
@@ -144,7 +144,7 @@ class RealNodes:
         assert self.slot is not None
         return f"{self.slot.link_prefix}x"
 
-    def add_pool(self, pool: RealPool) -> list[RealNode]:
+    def add_pool(self, pool: RealPoolSpec) -> list[RealNode]:
         """Another pool on the running cluster (a test's own nodes); Ready when this returns."""
         if sum(p.count for p in self.pools) + pool.count > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
@@ -194,13 +194,13 @@ class RealNodes:
         server, pki, admin_kubeconfig, _ = self._cluster
         self._cluster = (server, pki, admin_kubeconfig, minor)
 
-    def _fleet_file(self, name: str, pools: Sequence[RealPool]) -> Path:
+    def _fleet_file(self, name: str, pools: Sequence[RealPoolSpec]) -> Path:
         """The fake driver's fleet for these pools: what each node's plugin publishes."""
         path = self.run_dir / f"{name}.yaml"
         path.write_text(yaml.safe_dump({"pools": [p.fleet_pool() for p in pools]}))
         return path
 
-    def _add_nodes(self, pool: RealPool, fleet_file: Path) -> list[RealNode]:
+    def _add_nodes(self, pool: RealPoolSpec, fleet_file: Path) -> list[RealNode]:
         assert self.slot is not None
         server, pki, admin_kubeconfig, default_minor = self._cluster
         made = []
@@ -314,7 +314,7 @@ class RealNodes:
         }
 
 
-def real_node_parts(matrix: Matrix, minor: Minor, pools: Sequence[RealPool]) -> dict[str, NodeBinaries]:
+def real_node_parts(matrix: Matrix, minor: Minor, pools: Sequence[RealPoolSpec]) -> dict[str, NodeBinaries]:
     """The built parts per minor the pools ask for, then the host; one line naming what is
     missing first (how to build it, what the host lacks)."""
     minors = {p.minor or minor.name for p in pools}
