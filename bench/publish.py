@@ -28,7 +28,7 @@ from fake_driver.fleet import Fleet, fleet_from_dict
 from fake_driver.publisher import Publisher
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.nodes import KWOK_ANNOTATION, KwokPoolSpec, node_manifest
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
 from harness.kit.kube import Kube
 
 TARGET_SECONDS = 30.0
@@ -50,7 +50,7 @@ def _create_nodes(kube: Kube, pool: KwokPoolSpec) -> list[str]:
 
 
 def _count_slices(kube: Kube) -> int:
-    return len(kube.list(RESOURCE_V1, "ResourceSlice", field_selector="spec.driver=gpu.nvidia.com"))
+    return len(kube.list(*kinds.RESOURCE_SLICE, field_selector="spec.driver=gpu.nvidia.com"))
 
 
 def _publish_runs(

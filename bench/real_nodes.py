@@ -27,6 +27,7 @@ from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.nodeparts import ensure_busybox
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.nodepods import env_pod
 from harness.kit.pods import wait_phase
@@ -45,9 +46,9 @@ def pod_latencies(cluster: LocalCluster, nodes: list[str], pods: int) -> list[fl
         kube.create(env_pod(name, "default", image, nodes[i % len(nodes)], claim_templates={"gpu": "one"}))
         wait_phase(kube, "default", name, "Running")
         seconds.append(time.monotonic() - started)
-        kube.delete("v1", "Pod", name, "default")
+        kube.delete(*kinds.POD, name, "default")
         wait_for(
-            lambda: not kube.list("v1", "Pod", "default"),
+            lambda: not kube.list(*kinds.POD, "default"),
             timeout=TIMEOUTS.deletion,
             describe=f"pod {name} gone",
         )

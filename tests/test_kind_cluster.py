@@ -27,7 +27,7 @@ from harness.clusters.kind.provider import KindProvider, docker_problem, find_bi
 from harness.clusters.nodes import KwokPoolSpec, create_pool, delete_pool
 from harness.core.errors import HarnessError
 from harness.core.versions import load_matrix
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
 from harness.kit.checks.detectors import Severity, detect_double_stack
 from harness.kit.kube import Kube
 from harness.kit.waits import wait_for
@@ -257,15 +257,15 @@ def test_the_legacy_worker_is_double_stacked_and_the_detector_says_so(kind_clust
     kube = Kube.from_kubeconfig(kc)
     try:
         slices = wait_for(
-            lambda: kube.list(RESOURCE_V1, "ResourceSlice"),
+            lambda: kube.list(*kinds.RESOURCE_SLICE),
             lambda found: any(s["spec"].get("nodeName") == legacy for s in found),
             timeout=60,
             describe=f"{DRIVER} slices of {legacy}",
         )
         findings = detect_double_stack(
-            kube.list("v1", "Node"),
+            kube.list(*kinds.NODE),
             slices,
-            kube.list(RESOURCE_V1, "DeviceClass"),
+            kube.list(*kinds.DEVICE_CLASS),
             LEGACY_RESOURCE,
             gpu_drivers=[DRIVER],
         )

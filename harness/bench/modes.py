@@ -23,6 +23,7 @@ from fake_driver.publisher import Publisher
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.nodes import KwokPoolSpec, node_manifest, node_ready
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import wait_for
 
@@ -62,7 +63,7 @@ class BenchFleet:
         names = self.pool.node_names()
         parallel(lambda name: self.kube.create(node_manifest(self.pool, name)), names)
         wait_for(
-            lambda: sum(1 for n in self.kube.list("v1", "Node") if node_ready(n)),
+            lambda: sum(1 for n in self.kube.list(*kinds.NODE) if node_ready(n)),
             lambda ready: ready == len(names),
             timeout=120 + 0.25 * len(names),  # kwok readies ~10 nodes/s on 2 busy cores
             describe=f"{len(names)} bench nodes Ready",
@@ -74,7 +75,7 @@ class BenchFleet:
         self.kube.create(device_class(self.api))
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         wait_for(
-            lambda: self.kube.get("v1", "ServiceAccount", "default", NAMESPACE),
+            lambda: self.kube.get(*kinds.SERVICE_ACCOUNT, "default", NAMESPACE),
             timeout=60,
             describe="default ServiceAccount of the bench namespace",
         )
@@ -88,7 +89,7 @@ class BenchFleet:
         wanted, seen = set(names), [-1]
 
         def registered() -> int:
-            events = self.kube.list("v1", "Event", "default", field_selector="reason=RegisteredNode")
+            events = self.kube.list(*kinds.EVENT, "default", field_selector="reason=RegisteredNode")
             seen.append(len(wanted.intersection(e["involvedObject"]["name"] for e in events)))
             return seen[-1]
 
@@ -114,7 +115,7 @@ class BenchFleet:
         if self.bridged_class != (mode == "bridged"):
             self.bridged_class = mode == "bridged"
             self.kube.patch(
-                b.resource_api(self.api),
+                kinds.resource_api(self.api),
                 "DeviceClass",
                 DRIVER,
                 {"spec": {"extendedResourceName": GPU if self.bridged_class else None}},

@@ -26,6 +26,7 @@ from harness.bench.summary import RepResult, merge_batches
 from harness.clusters.local.cluster import LocalCluster
 from harness.core.errors import HarnessError
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import wait_for
 
@@ -98,7 +99,7 @@ class Bench:
         every close: the first plain repetition of a 1.37 run still closed 10 pod watchers,
         and longer repetitions (--min-window) are what settle plain's figure. One pod with a
         claim, bound, then shows the scheduler watching again."""
-        claims = b.resource_api(self.fleet.api)
+        claims = kinds.resource_api(self.fleet.api)
         before = bound(self.scrape.scheduler(only=(SCHEDULED,)))
         self.cluster.pause_component("kube-scheduler")
         try:
@@ -271,15 +272,15 @@ class Bench:
         # DeleteCollection answers when every object is gone: thousands of them on 2 busy
         # cores take longer than an ordinary request's bound.
         bound = DELETE_COLLECTION_TIMEOUT
-        self.kube.resource("v1", "Pod").delete(
+        self.kube.resource(*kinds.POD).delete(
             namespace=NAMESPACE, body=now, label_selector=BENCH_LABEL + "=1", _request_timeout=bound
         )
-        claims = b.resource_api(self.fleet.api)
+        claims = kinds.resource_api(self.fleet.api)
         self.kube.resource(claims, "ResourceClaim").delete(
             namespace=NAMESPACE, body=now, field_selector=everything, _request_timeout=bound
         )
         self._release_claims(claims)
-        self.kube.resource("v1", "Event").delete(
+        self.kube.resource(*kinds.EVENT).delete(
             namespace=NAMESPACE, field_selector=everything, _request_timeout=bound
         )
         wait_for(

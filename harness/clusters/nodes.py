@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fake_driver.ownership import is_owned, owner_labels
+from harness.kit import kinds
 from harness.kit.kube import Kube, NotFoundError, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -72,7 +73,7 @@ def create_pool(kube: Kube, pool: KwokPoolSpec, *, wait_ready: bool = True) -> l
         wait_for(
             lambda: {
                 n["metadata"]["name"]: node_ready(n)
-                for n in kube.list("v1", "Node", label_selector=f"{POOL_LABEL}={pool.name}")
+                for n in kube.list(*kinds.NODE, label_selector=f"{POOL_LABEL}={pool.name}")
             },
             lambda seen: len(seen) == len(names) and all(seen.values()),
             timeout=TIMEOUTS.node_ready,
@@ -86,5 +87,5 @@ def delete_pool(kube: Kube, pool: KwokPoolSpec) -> None:
     on an existing cluster that is not ours stays."""
     for name in pool.node_names():
         with contextlib.suppress(NotFoundError):
-            if is_owned(kube.get("v1", "Node", name)):
-                kube.delete("v1", "Node", name)
+            if is_owned(kube.get(*kinds.NODE, name)):
+                kube.delete(*kinds.NODE, name)

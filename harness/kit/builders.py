@@ -6,17 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.kit.kinds import resource_api
 from harness.kit.kube import Obj
 
-RESOURCE_GROUP = "resource.k8s.io"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"  # never pulled: kwok nodes run no containers
 
-
-def resource_api(version: str = "v1") -> str:
-    return f"{RESOURCE_GROUP}/{version}"
-
-
-RESOURCE_V1 = resource_api()  # the resource.k8s.io version every supported minor serves
 # pkg/apis/resource/types.go DRAAdminNamespaceLabelKey @ v1.34.4 and v1.37.2
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from harness.kit.builders import RESOURCE_V1
 from harness.kit.drastate import allocated_devices
+from harness.kit.kinds import RESOURCE_V1
 from harness.kit.kube import Kube, Obj
 
 

@@ -3,7 +3,8 @@ ResourceSlices of a node, the claims of a pod and what was allocated to them."""
 
 from __future__ import annotations
 
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
+from harness.kit.kinds import RESOURCE_V1
 from harness.kit.kube import Kube, Obj
 
 Device = tuple[str, str, str]
@@ -12,9 +13,7 @@ Device = tuple[str, str, str]
 def node_slices(kube: Kube, node: str, driver: str = "gpu.nvidia.com") -> list[Obj]:
     """The node's slices of `driver`, in the publisher's order (counter sets first, then by
     first device name)."""
-    items = kube.list(
-        RESOURCE_V1, "ResourceSlice", field_selector=f"spec.nodeName={node},spec.driver={driver}"
-    )
+    items = kube.list(*kinds.RESOURCE_SLICE, field_selector=f"spec.nodeName={node},spec.driver={driver}")
 
     def key(s: Obj) -> tuple[int, str]:
         spec = s["spec"]
@@ -36,7 +35,7 @@ def pools(slices: list[Obj]) -> list[Obj]:
 def devices_per_node(kube: Kube, driver: str) -> dict[str, int]:
     """Devices `driver` publishes per node, over all its slices."""
     counts: dict[str, int] = {}
-    for s in kube.list(RESOURCE_V1, "ResourceSlice"):
+    for s in kube.list(*kinds.RESOURCE_SLICE):
         spec = s["spec"]
         if spec["driver"] == driver and spec.get("nodeName"):
             counts[spec["nodeName"]] = counts.get(spec["nodeName"], 0) + len(spec.get("devices") or [])
@@ -89,7 +88,7 @@ def allocations(kube: Kube, namespace: str) -> dict[str, tuple[str, list[Device]
             c["metadata"]["uid"],
             sorted((r["driver"], r["pool"], r["device"]) for r in allocated_devices(c)),
         )
-        for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)
+        for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)
     }
 
 

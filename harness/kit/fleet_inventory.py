@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.core.errors import HarnessError
-from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.cel import Outcome, evaluate
 from harness.kit.kube import Kube, Obj
 
@@ -42,9 +42,7 @@ class Inventory:
 
 def class_selectors(kube: Kube, device_class: str) -> list[str]:
     """The class's CEL expressions; HarnessError if it does not exist."""
-    found = [
-        dc for dc in kube.list(b.resource_api(), "DeviceClass") if dc["metadata"]["name"] == device_class
-    ]
+    found = [dc for dc in kube.list(*kinds.DEVICE_CLASS) if dc["metadata"]["name"] == device_class]
     if not found:
         raise HarnessError(f"DeviceClass {device_class} does not exist")
     return [s["cel"]["expression"] for s in found[0]["spec"].get("selectors") or () if "cel" in s]
@@ -58,10 +56,10 @@ def selects(expressions: Iterable[str], driver: str, device: Obj) -> bool:
 def inventory(kube: Kube, driver: str, device_class: str) -> Inventory:
     exprs = class_selectors(kube, device_class)
     per_node: dict[str, list[Obj]] = {}
-    for s in kube.list(b.resource_api(), "ResourceSlice"):
+    for s in kube.list(*kinds.RESOURCE_SLICE):
         if s["spec"]["driver"] == driver and s["spec"].get("nodeName"):
             per_node.setdefault(s["spec"]["nodeName"], []).extend(s["spec"].get("devices") or [])
-    labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in kube.list("v1", "Node")}
+    labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in kube.list(*kinds.NODE)}
     nodes = []
     for node in sorted(per_node):
         devices = tuple(per_node[node])

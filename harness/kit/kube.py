@@ -36,6 +36,7 @@ from fake_driver.apiclient import API_ERRORS, describe_failure, describe_status,
 from fake_driver.errors import ClusterError
 from fake_driver.kubeconfig import check_kubeconfig, kubeconfig_paths
 from harness.core.errors import HarnessError
+from harness.kit import kinds
 from harness.kit.waits import TIMEOUTS
 
 Obj = dict[str, Any]
@@ -274,7 +275,7 @@ class Kube:
 
     def events(self, namespace: str, involved_name: str | None = None) -> builtins.list[Obj]:
         selector = {"field_selector": f"involvedObject.name={involved_name}"} if involved_name else {}
-        return self.list("v1", "Event", namespace, **selector)
+        return self.list(*kinds.EVENT, namespace, **selector)
 
     def close(self) -> None:
         self.api_client.close()  # type: ignore[no-untyped-call]

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
 
@@ -35,7 +36,7 @@ def summary(pod: Obj) -> dict[str, object]:
 def assert_stays_pending(kube: Kube, namespace: str, name: str, why: str) -> Obj:
     """The pod stays Pending and unbound for TIMEOUTS.stays_pending; `why` names the cause."""
     return assert_stays(
-        lambda: kube.get("v1", "Pod", name, namespace),
+        lambda: kube.get(*kinds.POD, name, namespace),
         lambda p: phase(p) == "Pending" and not p["spec"].get("nodeName"),
         duration=TIMEOUTS.stays_pending,
         describe=f"pod {name} Pending while {why}",
@@ -46,7 +47,7 @@ def wait_phase(
     kube: Kube, namespace: str, name: str, want: str, timeout: float = TIMEOUTS.pod_running
 ) -> Obj:
     pod = wait_for(
-        lambda: kube.get("v1", "Pod", name, namespace),
+        lambda: kube.get(*kinds.POD, name, namespace),
         lambda p: phase(p) == want,
         timeout=timeout,
         describe=f"pod {namespace}/{name} {want}",
@@ -62,7 +63,7 @@ def wait_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = T
         return c is not None and c["status"] == "False" and c.get("reason") == "Unschedulable"
 
     return wait_for(
-        lambda: kube.get("v1", "Pod", name, namespace),
+        lambda: kube.get(*kinds.POD, name, namespace),
         unschedulable,
         timeout=timeout,
         describe=f"pod {namespace}/{name} Unschedulable",

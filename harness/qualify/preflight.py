@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE
-from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.detectors import detect_ambiguous_mappings, mapping_claimants
 from harness.kit.kube import API_ERRORS, Kube, Obj
 
@@ -104,19 +104,19 @@ def ambiguous_mappings(kube: Kube, classes: list[Obj], version: tuple[int, int])
     pods would get the scheduler's pick of classes, or none (harness.kit.checks.detectors)."""
     if not any(len(names) > 1 for names in mapping_claimants(classes).values()):
         return []  # the pods are listed only when there is something to name
-    pods = kube.list("v1", "Pod")
+    pods = kube.list(*kinds.POD)
     return [f"{f.subject}: {f.message}" for f in detect_ambiguous_mappings(classes, pods, version)]
 
 
 def _driver_pieces(
     kube: Kube, facts: ClusterFacts, driver: str, device_class: str, version: tuple[int, int]
 ) -> list[str]:
-    class_objects = kube.list(b.resource_api(), "DeviceClass")
+    class_objects = kube.list(*kinds.DEVICE_CLASS)
     missing = ambiguous_mappings(kube, class_objects, version)
     classes = [dc["metadata"]["name"] for dc in class_objects]
     if device_class not in classes:
         missing.append(f"DeviceClass {device_class} does not exist (classes: {', '.join(classes) or 'none'})")
-    slices = [s for s in kube.list(b.resource_api(), "ResourceSlice") if s["spec"]["driver"] == driver]
+    slices = [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == driver]
     facts.slices = len(slices)
     facts.nodes_with_slices = len({s["spec"].get("nodeName") for s in slices if s["spec"].get("nodeName")})
     facts.standin = any(s["metadata"].get("labels", {}).get(OWNER_LABEL) == OWNER_VALUE for s in slices)

@@ -19,7 +19,7 @@ from harness.core.errors import HarnessError
 from harness.core.layout import new_run_id
 from harness.core.outputs import check_output
 from harness.core.versions import REPO_ROOT
-from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.fleet_inventory import parse_selector
 from harness.kit.kube import API_ERRORS, Kube, kubeconfig_files
 from harness.qualify.capabilities import decide_all
@@ -132,7 +132,7 @@ def _preflight(req: QualifyRequest) -> tuple[ClusterFacts, list[str]]:
 def _inventory(req: QualifyRequest, minor: str) -> list[KindInventory]:
     kube = Kube.from_kubeconfig(req.kubeconfig)
     try:
-        return inventory(kube.list(b.resource_api(), "ResourceSlice"), req.driver, minor)
+        return inventory(kube.list(*kinds.RESOURCE_SLICE), req.driver, minor)
     except API_ERRORS as err:
         raise kube.failure(err) from None
     finally:

@@ -33,6 +33,7 @@ from fake_driver.slices import render_node
 from harness.clusters.host.processes import one_line_errors
 from harness.clusters.nodes import KwokPoolSpec, create_pool
 from harness.core.errors import HarnessError
+from harness.kit import kinds
 from harness.kit.kube import API_ERRORS, Kube, Obj
 
 STANDIN_LABEL = "dra-harness.io/standin-driver"
@@ -131,7 +132,7 @@ def install(
     for pool in nodes:
         create_pool(kube, pool)
     for name in names:
-        uid = kube.get("v1", "Node", name)["metadata"]["uid"]
+        uid = kube.get(*kinds.NODE, name)["metadata"]["uid"]
         for s in render_node(fleet.node(name), parse_minor(f"{major}.{minor}"), node_uid=uid).slices:
             kube.create(renamed(s, p.driver, driver_name))
     for dc in classes:

@@ -10,7 +10,7 @@ import yaml
 
 from harness.clusters.host.processes import log_tail
 from harness.core.redaction import redact
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
 from harness.kit.pods import summary
 
@@ -41,7 +41,7 @@ def collect_diagnostics(kube: Kube, namespace: str, cluster: object | None) -> l
     pods: list[Obj] = []
 
     def pods_text() -> str:
-        pods.extend(kube.list("v1", "Pod", namespace))
+        pods.extend(kube.list(*kinds.POD, namespace))
         return _dump([summary(p) for p in pods])
 
     part("pods", pods_text)
@@ -55,12 +55,12 @@ def collect_diagnostics(kube: Kube, namespace: str, cluster: object | None) -> l
     )
     part(
         "resourceclaims",
-        lambda: _dump([_strip(c) for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)]),
+        lambda: _dump([_strip(c) for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)]),
     )
 
     def slices_text() -> str:
         nodes = {p["spec"].get("nodeName") for p in pods} - {None}
-        ours = [s for s in kube.list(RESOURCE_V1, "ResourceSlice") if s["spec"].get("nodeName") in nodes]
+        ours = [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"].get("nodeName") in nodes]
         return _dump([_strip(s) for s in ours])
 
     part("resourceslices of the pods' nodes", slices_text)

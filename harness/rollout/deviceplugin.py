@@ -14,6 +14,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
 from fake_driver import legacy
 from fake_driver.fleet import Fleet
+from harness.kit import kinds
 from harness.kit.kube import ConflictError, Kube, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
 from harness.rollout.nodes import node_objects
@@ -115,7 +116,7 @@ _CONFLICT_ATTEMPTS = 5
 
 
 def _patch_affinity(kube: Kube, namespace: str, name: str, key: str, values: Sequence[str]) -> Obj:
-    ds = kube.get("apps/v1", "DaemonSet", name, namespace)
+    ds = kube.get(*kinds.DAEMON_SET, name, namespace)
     current = ds["spec"]["template"]["spec"].get("affinity")
     wanted = device_plugin_affinity(current, key, values)
     if wanted == current:
@@ -124,7 +125,7 @@ def _patch_affinity(kube: Kube, namespace: str, name: str, key: str, values: Seq
         "metadata": {"resourceVersion": ds["metadata"]["resourceVersion"]},
         "spec": {"template": {"spec": {"affinity": wanted}}},
     }
-    return kube.patch("apps/v1", "DaemonSet", name, body, namespace)
+    return kube.patch(*kinds.DAEMON_SET, name, body, namespace)
 
 
 @dataclass
@@ -137,12 +138,12 @@ class DaemonSetDevicePlugin:
     name: str
 
     def _pods(self, nodes: Sequence[str]) -> dict[str, str]:
-        ds = self.kube.get("apps/v1", "DaemonSet", self.name, self.namespace)
+        ds = self.kube.get(*kinds.DAEMON_SET, self.name, self.namespace)
         uid = ds["metadata"]["uid"]
         wanted = set(nodes)
         return {
             p["spec"]["nodeName"]: str((p.get("status") or {}).get("phase", ""))
-            for p in self.kube.list("v1", "Pod", self.namespace)
+            for p in self.kube.list(*kinds.POD, self.namespace)
             if p["spec"].get("nodeName") in wanted
             and not p["metadata"].get("deletionTimestamp")
             and any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])
@@ -152,7 +153,7 @@ class DaemonSetDevicePlugin:
         patch_device_plugin_daemonset(self.kube, self.namespace, self.name)
 
     def rollout_status(self) -> dict[str, int]:
-        ds = self.kube.get("apps/v1", "DaemonSet", self.name, self.namespace)
+        ds = self.kube.get(*kinds.DAEMON_SET, self.name, self.namespace)
         status = ds.get("status") or {}
         return {
             "generation": ds["metadata"]["generation"],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -20,19 +21,19 @@ class PodRef:
 
 def node_objects(kube: Kube, names: Iterable[str]) -> dict[str, Obj]:
     wanted = set(names)
-    return {n["metadata"]["name"]: n for n in kube.list("v1", "Node") if n["metadata"]["name"] in wanted}
+    return {n["metadata"]["name"]: n for n in kube.list(*kinds.NODE) if n["metadata"]["name"] in wanted}
 
 
 def label_pool(kube: Kube, nodes: Iterable[str], labels: Mapping[str, str | None]) -> None:
     """Set (or, with None, remove) labels on every node of the pool."""
     for name in nodes:
-        kube.patch("v1", "Node", name, {"metadata": {"labels": dict(labels)}})
+        kube.patch(*kinds.NODE, name, {"metadata": {"labels": dict(labels)}})
 
 
 def cordon(kube: Kube, nodes: Iterable[str], unschedulable: bool = True) -> None:
     names = list(nodes)
     for name in names:
-        kube.patch("v1", "Node", name, {"spec": {"unschedulable": unschedulable or None}})
+        kube.patch(*kinds.NODE, name, {"spec": {"unschedulable": unschedulable or None}})
     wait_for(
         lambda: {n: bool(o["spec"].get("unschedulable")) for n, o in node_objects(kube, names).items()},
         lambda seen: seen == dict.fromkeys(names, unschedulable),
@@ -53,7 +54,7 @@ def pods_on(kube: Kube, nodes: Iterable[str], *, daemonsets: bool = False) -> li
     """Pods bound to `nodes` (all namespaces); DaemonSet pods only with daemonsets=True."""
     out = []
     for node in nodes:
-        for p in kube.list("v1", "Pod", field_selector=f"spec.nodeName={node}"):
+        for p in kube.list(*kinds.POD, field_selector=f"spec.nodeName={node}"):
             if daemonsets or not _daemonset_owned(p):
                 out.append(p)
     return out
@@ -71,7 +72,7 @@ def drain(kube: Kube, nodes: Iterable[str], *, evict: bool = True) -> list[PodRe
         if evict:
             kube.evict(ref.name, ref.namespace, ref.uid)
         else:
-            kube.delete("v1", "Pod", ref.name, ref.namespace)
+            kube.delete(*kinds.POD, ref.name, ref.namespace)
     uids = {r.uid for r in doomed}
     wait_for(
         lambda: sorted(

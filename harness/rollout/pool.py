@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fake_driver import legacy
-from harness.kit.builders import resource_api
 from harness.kit.checks.migration import detect_time_slicing
 from harness.kit.drastate import devices_per_node
+from harness.kit.kinds import resource_api
 from harness.kit.kube import Kube, NotFoundError, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
 from harness.rollout.deviceplugin import (

@@ -25,7 +25,6 @@ from harness.core.expectations import (
     device_taint_rule_api,
 )
 from harness.core.redaction import redact, redact_obj
-from harness.kit.builders import RESOURCE_V1
 from harness.kit.checks.detectors import (
     Finding,
     Severity,
@@ -41,6 +40,7 @@ from harness.kit.checks.migration import (
     detect_time_slicing,
     detect_unmapped_legacy_requests,
 )
+from harness.kit.kinds import RESOURCE_V1
 from harness.kit.kube import API_ERRORS, DynamicApiError, ForbiddenError, Kube, Obj, ResourceNotFoundError
 from harness.scan.checks import (
     CheckResult,

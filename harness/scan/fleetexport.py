@@ -35,7 +35,7 @@ from fake_driver.fleet import fleet_from_dict
 from fake_driver.personalities import DEFAULT_PERSONALITY, PERSONALITIES, get_personality
 from fake_driver.profiles import PROFILES, GpuProfile
 from harness.core.errors import HarnessError
-from harness.kit.builders import resource_api
+from harness.kit import kinds
 from harness.kit.kube import API_ERRORS, Kube, Obj
 from harness.scan.checks import NO_POOL, detect_pools
 
@@ -249,8 +249,8 @@ def export_fleet(
 ) -> Export:
     """Read the cluster (paged) and build its fleet; one line if the server fails us."""
     try:
-        devices = gather_slices(kube.pages(resource_api(), "ResourceSlice"), gpu_drivers)
-        classes = list(kube.pages(resource_api(), "DeviceClass"))
+        devices = gather_slices(kube.pages(*kinds.RESOURCE_SLICE), gpu_drivers)
+        classes = list(kube.pages(*kinds.DEVICE_CLASS))
         counts: Counter[tuple[str, Shape]] = Counter()
         for page in _node_pages(kube):
             pools = detect_pools(page, pool_label)
@@ -265,7 +265,7 @@ def export_fleet(
 
 def _node_pages(kube: Kube) -> Iterator[list[Obj]]:
     page: list[Obj] = []
-    for node in kube.pages("v1", "Node"):
+    for node in kube.pages(*kinds.NODE):
         page.append(node)
         if len(page) == 500:
             yield page

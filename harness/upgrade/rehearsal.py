@@ -32,6 +32,7 @@ from harness.clusters.local.upgrade import (
 from harness.clusters.nodes import KwokPoolSpec, create_pool, delete_pool
 from harness.core.errors import HarnessError
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.gang import gang_api, gang_objects, join_gang
 from harness.kit.kube import Kube, Obj
@@ -154,7 +155,7 @@ def create_workloads(
 
 def wait_running(kube: Kube, namespace: str, names: list[str]) -> dict[str, str]:
     return wait_for(
-        lambda: {n: phase(kube.get("v1", "Pod", n, namespace)) for n in names},
+        lambda: {n: phase(kube.get(*kinds.POD, n, namespace)) for n in names},
         lambda seen: all(p == "Running" for p in seen.values()),
         timeout=TIMEOUTS.pod_running,
         describe=f"pods {', '.join(names)} Running",
@@ -181,7 +182,7 @@ def pod_allocations(
 def doubly_allocated(kube: Kube) -> dict[Device, list[str]]:
     """Devices that more than one claim of the cluster holds (none, in a healthy cluster)."""
     holders: dict[Device, list[str]] = {}
-    for claim in kube.list(b.RESOURCE_V1, "ResourceClaim"):
+    for claim in kube.list(*kinds.RESOURCE_CLAIM):
         meta = claim["metadata"]
         for r in allocated_devices(claim):
             holders.setdefault((r["driver"], r["pool"], r["device"]), []).append(
@@ -194,7 +195,7 @@ def delete_gang(kube: Kube, workloads: Workloads, namespace: str, minor: str) ->
     """The gang's pods and its Workload/PodGroup: what an upgrade across a Workload API
     version change needs first (harness.clusters.local.upgrade.STORAGE_DROPS)."""
     for name in workloads.pods.pop("gang", []):
-        kube.delete("v1", "Pod", name, namespace)
+        kube.delete(*kinds.POD, name, namespace)
     api = gang_api(minor)
     for obj in reversed(gang_objects(api, workloads.gang, namespace, min_count=2)):
         kube.delete(obj["apiVersion"], obj["kind"], workloads.gang, namespace)
@@ -205,7 +206,7 @@ def wait_claims_gone(kube: Kube, namespace: str, claim_names: list[str]) -> None
     wait_for(
         lambda: sorted(
             c["metadata"]["name"]
-            for c in kube.list(b.RESOURCE_V1, "ResourceClaim", namespace)
+            for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)
             if c["metadata"]["name"] in claim_names
         ),
         lambda left: left == [],
@@ -276,7 +277,7 @@ def step(
     doomed_claims = [c["metadata"]["name"] for c in claims_of(kube, ns, doomed)]
     survivors = [p for w in made for p in w.names()]
     kept = pod_allocations(kube, ns, survivors)
-    kube.delete("v1", "Pod", doomed, ns)
+    kube.delete(*kinds.POD, doomed, ns)
     result.seconds = cluster.upgrade(to, kubelets)
     rediscover(kube)
     result.survivors = wait_running(kube, ns, survivors)

@@ -12,6 +12,7 @@ import pytest
 
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import ApiException, Kube
 from harness.kit.objects import Created
@@ -26,7 +27,7 @@ REFUSAL = (
 
 
 def _allow_admin_access(kube: Kube, namespace: str) -> None:
-    kube.patch("v1", "Namespace", namespace, {"metadata": {"labels": {b.ADMIN_ACCESS_LABEL: "true"}}})
+    kube.patch(*kinds.NAMESPACE, namespace, {"metadata": {"labels": {b.ADMIN_ACCESS_LABEL: "true"}}})
 
 
 @pytest.mark.feature_gate("DRAAdminAccess")
@@ -95,7 +96,7 @@ def test_an_admin_access_daemon_set_reaches_every_gpu_in_use(
     )
 
     pods = wait_for(
-        lambda: kube.list("v1", "Pod", namespace, label_selector="app=monitor"),
+        lambda: kube.list(*kinds.POD, namespace, label_selector="app=monitor"),
         lambda ps: len(ps) == 2 and all(p.get("status", {}).get("phase") == "Running" for p in ps),
         timeout=TIMEOUTS.pod_running,
         describe="two DaemonSet pods Running with admin access",

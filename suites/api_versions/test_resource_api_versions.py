@@ -16,6 +16,7 @@ from harness.clusters.base import Cell
 from harness.core.expectations import resource_v1beta1_served
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
 from harness.kit.objects import Created
 
@@ -24,9 +25,9 @@ H100 = f'device.attributes["{DRIVER}"].model == "H100"'
 
 
 def _served(kube: Kube, cell: Cell, version: str) -> None:
-    status, _ = kube.raw_get(f"/apis/{b.resource_api(version)}")
+    status, _ = kube.raw_get(f"/apis/{kinds.resource_api(version)}")
     if status != 200:
-        skip(api_unserved(cell, b.resource_api(version)))
+        skip(api_unserved(cell, kinds.resource_api(version)))
 
 
 def _v1_requests(device_class: str) -> list[Obj]:
@@ -68,9 +69,9 @@ def test_a_claim_written_in_a_beta_version_reads_the_same_in_v1(
 
     objects.create(body)
 
-    stored = kube.get(b.RESOURCE_V1, "ResourceClaim", "beta", namespace)
+    stored = kube.get(*kinds.RESOURCE_CLAIM, "beta", namespace)
     assert stored["spec"] == b.claim_spec(_v1_requests("gpu"), [constraint])
-    back = kube.get(b.resource_api(version), "ResourceClaim", "beta", namespace)
+    back = kube.get(kinds.resource_api(version), "ResourceClaim", "beta", namespace)
     expected = body["spec"]
     if version == "v1beta1":
         # v1beta1 DeviceRequest.DeviceClassName is a string without omitempty (k8s.io/api
@@ -93,7 +94,7 @@ def test_a_slice_published_in_a_beta_version_reads_the_same_in_v1(
 
     objects.create(body)
 
-    stored = kube.get(b.RESOURCE_V1, "ResourceSlice", pool)
+    stored = kube.get(*kinds.RESOURCE_SLICE, pool)
     assert stored["spec"]["devices"] == [_v1_device()]
     assert (stored["spec"]["driver"], stored["spec"]["pool"], stored["spec"]["allNodes"]) == (
         DRIVER,

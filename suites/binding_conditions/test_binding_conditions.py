@@ -13,6 +13,7 @@ import pytest
 
 from fixtures.nodes import MakePool
 from harness.clusters.nodes import POOL_LABEL
+from harness.kit import kinds
 from harness.kit.devicestatus import condition, set_conditions
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube, Obj
@@ -68,7 +69,7 @@ def test_a_pod_binds_only_after_the_driver_reports_the_device_attached(
     node = _pod_waiting_for_attachment(kube, namespace, node_pool, objects)
     claim = _allocated_claim(kube, namespace)
     event = _pending_event(kube, namespace)
-    unbound = kube.get("v1", "Pod", "p", namespace)
+    unbound = kube.get(*kinds.POD, "p", namespace)
 
     set_conditions(kube, claim, condition(ATTACHED, True, "Attached", "fabric port up"))
 
@@ -96,7 +97,7 @@ def test_a_binding_failure_condition_deallocates_the_claim_and_reschedules_the_p
     # The scheduler's next attempt deallocates (clearing the status the driver wrote) and
     # allocates again: a fresh allocation, nothing bound yet.
     again = _allocated_claim(kube, namespace, unless=failed)
-    assert kube.get("v1", "Pod", "p", namespace)["spec"].get("nodeName") is None
+    assert kube.get(*kinds.POD, "p", namespace)["spec"].get("nodeName") is None
     set_conditions(kube, again, condition(ATTACHED, True, "Attached", "fabric port up"))
     pod = wait_phase(kube, namespace, "p", "Running")
     assert pod["spec"]["nodeName"] == node

@@ -18,6 +18,7 @@ from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.local.components import Tuning
 from harness.clusters.nodes import POOL_LABEL, KwokPoolSpec, create_pool
 from harness.core.expectations import binding_timeout_configurable
+from harness.kit import kinds
 from harness.kit.drastate import claims_of
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
@@ -92,5 +93,5 @@ def test_a_pod_whose_device_is_never_attached_is_rescheduled_after_the_binding_t
             describe="an event on pod p naming the device binding timeout",
         )
         assert events[0]["reason"] == "FailedScheduling"
-        assert kube.get("v1", "Pod", "p", namespace)["spec"].get("nodeName") is None
+        assert kube.get(*kinds.POD, "p", namespace)["spec"].get("nodeName") is None
         assert str(again) > str(first)

@@ -8,6 +8,7 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.requirements import bridge_available, skip
 from harness.clusters.base import Cell
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
 from harness.kit.waits import TIMEOUTS, assert_stays
@@ -27,10 +28,10 @@ def test_legacy_request_stays_pending_without_the_bridge(
 
     assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {driver.extended_resource}") == 1
     assert_stays(
-        lambda: kube.get("v1", "Pod", "legacy", namespace),
+        lambda: kube.get(*kinds.POD, "legacy", namespace),
         lambda p: not p["spec"].get("nodeName"),
         duration=TIMEOUTS.stays_pending,
         describe="legacy pod unbound on a DRA-only pool",
     )
-    assert kube.list(b.resource_api(), "ResourceClaim", namespace) == []
+    assert kube.list(*kinds.RESOURCE_CLAIM, namespace) == []
     assert "extendedResourceClaimStatus" not in pod["status"]

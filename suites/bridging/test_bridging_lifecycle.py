@@ -16,6 +16,7 @@ from harness.core.expectations import (
     implicit_names_recognized,
 )
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
@@ -43,12 +44,12 @@ def test_no_overcommit_and_the_waiting_pod_runs_once_devices_are_freed(
     pod = wait_unschedulable(kube, namespace, "next")
     assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
     assert_stays(
-        lambda: kube.get("v1", "Pod", "next", namespace),
+        lambda: kube.get(*kinds.POD, "next", namespace),
         lambda p: not p["spec"].get("nodeName"),
         duration=TIMEOUTS.stays_pending,
         describe=f"pod next unbound while {all_gpus} of {all_gpus} GPUs are allocated",
     )
-    kube.delete("v1", "Pod", "full", namespace)
+    kube.delete(*kinds.POD, "full", namespace)
 
     wait_phase(kube, namespace, "next", "Running")
     wait_for(
@@ -91,7 +92,7 @@ def test_scheduler_created_claim_is_released_when_the_pod_completes(
         [held] = claims_of(kube, namespace, "job")
         assert [r["device"] for r in allocated_devices(held)] == ["gpu-0"]
         assert [r["name"] for r in held["status"]["reservedFor"]] == ["job"]
-        kube.delete("v1", "Pod", "job", namespace)
+        kube.delete(*kinds.POD, "job", namespace)
     wait_phase(kube, namespace, "after", "Running")
     wait_for(
         lambda: claims_of(kube, namespace, "job"),
@@ -114,16 +115,16 @@ def test_claim_deleted_before_its_running_pod_goes_with_the_pod(
     wait_phase(kube, namespace, "held", "Running")
     [claim] = claims_of(kube, namespace, "held")
     name = claim["metadata"]["name"]
-    kube.delete(b.RESOURCE_V1, "ResourceClaim", name, namespace)
-    deleting = kube.get(b.RESOURCE_V1, "ResourceClaim", name, namespace)
+    kube.delete(*kinds.RESOURCE_CLAIM, name, namespace)
+    deleting = kube.get(*kinds.RESOURCE_CLAIM, name, namespace)
     assert deleting["metadata"]["deletionTimestamp"]
     assert deleting["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
-    kube.delete("v1", "Pod", "held", namespace, grace=0)
+    kube.delete(*kinds.POD, "held", namespace, grace=0)
 
     if not claim_controller_follows_bridged_pods(cell.number):
         # 1.34: nothing requeues the claim once its pod is gone; it keeps the device.
         assert_stays(
-            lambda: kube.get(b.RESOURCE_V1, "ResourceClaim", name, namespace),
+            lambda: kube.get(*kinds.RESOURCE_CLAIM, name, namespace),
             lambda c: (
                 [r["name"] for r in c["status"]["reservedFor"]] == ["held"]
                 and [r["device"] for r in allocated_devices(c)] == ["gpu-0"]
@@ -135,7 +136,7 @@ def test_claim_deleted_before_its_running_pod_goes_with_the_pod(
         assert (finding.check, finding.subject) == ("stranded-claim", f"resourceclaim/{namespace}/{name}")
         assert finding.message.startswith("deleted but still reserved for pod(s) held, which no longer exist")
         # Any change to the claim requeues it: the remediation a 1.34 user has.
-        kube.patch(b.RESOURCE_V1, "ResourceClaim", name, REQUEUE, namespace)
+        kube.patch(*kinds.RESOURCE_CLAIM, name, REQUEUE, namespace)
     wait_for(
         lambda: claims_of(kube, namespace, "held"),
         lambda claims: claims == [],

@@ -14,6 +14,7 @@ from harness import rollout
 from harness.clusters.base import Cell
 from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import claims_of
 from harness.kit.kube import Kube
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
@@ -36,7 +37,7 @@ def test_a_node_the_device_plugin_left_takes_bridged_pods_from_1_35(
     legacy.withdraw(kube.api_client, [node])  # the plugin is gone: 0, as the kubelet reports it
     fleet.publisher.publish_node(node)
     rollout.ensure_device_class(kube, rollout.gpu_device_class(driver.device_class, driver.driver, gpu))
-    assert kube.get("v1", "Node", node)["status"]["allocatable"][gpu] == "0"
+    assert kube.get(*kinds.NODE, node)["status"]["allocatable"][gpu] == "0"
     kube.create(b.legacy_pod("bridged", namespace, gpu, 2, node_selector=fleet.node_selector))
 
     findings = leftover_device_plugin_resource(scan.read_state(kube), gpu)

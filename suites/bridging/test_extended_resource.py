@@ -13,6 +13,7 @@ from harness.core.expectations import (
     init_containers_reuse_bridged_devices,
 )
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.verification import verify
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
@@ -182,7 +183,7 @@ def test_zero_request_creates_no_claim_and_no_status(
 
     pod = wait_phase(kube, namespace, "zero", "Running")
 
-    assert kube.list(b.resource_api(), "ResourceClaim", namespace) == []
+    assert kube.list(*kinds.RESOURCE_CLAIM, namespace) == []
     assert "extendedResourceClaimStatus" not in pod["status"]
 
 

@@ -10,6 +10,7 @@ import pytest
 from harness.clusters.base import Cell
 from harness.core.expectations import invalid_extended_resource_name_message
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import ApiException, Kube
 from harness.kit.objects import Created
 
@@ -38,7 +39,7 @@ def test_with_the_gate_off_the_extended_resource_name_is_dropped(
     name = f"{namespace}-dropped"
     objects.create(b.device_class(name, selectors=["true"], extended_resource_name="example.com/gpu"))
 
-    stored = kube.get(b.resource_api(), "DeviceClass", name)
+    stored = kube.get(*kinds.DEVICE_CLASS, name)
 
     assert stored["spec"] == {"selectors": [{"cel": {"expression": "true"}}]}
 
@@ -64,4 +65,4 @@ def test_a_pod_asking_for_an_invalid_extended_resource_name_is_rejected(kube: Ku
             "must be a standard resource for containers",
         )
     ]
-    assert kube.list("v1", "Pod", namespace) == []
+    assert kube.list(*kinds.POD, namespace) == []

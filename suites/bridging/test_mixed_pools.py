@@ -14,7 +14,7 @@ from harness.core.expectations import (
     quota_counts_implicit_device_class_name,
 )
 from harness.kit import builders as b
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
 from harness.kit.checks.migration import detect_served_both_ways
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import ForbiddenError, Kube
@@ -107,9 +107,9 @@ def test_device_plugin_pool_and_dra_pool_serve_the_same_name(
     assert claims_of(kube, namespace, "on-both") == []
     # The scan names the node (its own nodes only: other tests' may serve both ways too).
     findings = detect_served_both_ways(
-        [n for n in kube.list("v1", "Node") if n["metadata"]["name"] in (*both_pool.nodes, *dra_pool.nodes)],
-        kube.list(RESOURCE_V1, "ResourceSlice"),
-        [kube.get(RESOURCE_V1, "DeviceClass", driver.device_class)],
+        [n for n in kube.list(*kinds.NODE) if n["metadata"]["name"] in (*both_pool.nodes, *dra_pool.nodes)],
+        kube.list(*kinds.RESOURCE_SLICE),
+        [kube.get(*kinds.DEVICE_CLASS, driver.device_class)],
         cell.number,
     )
     assert [(f.check, f.subject) for f in findings] == [("served-both-ways", f"node/{both_pool.nodes[0]}")]
@@ -166,7 +166,7 @@ def test_quota_counts_bridged_and_claimed_devices_under_all_three_names(
         }
     )
     wait_for(
-        lambda: kube.get("v1", "ResourceQuota", "gpus", namespace),
+        lambda: kube.get(*kinds.RESOURCE_QUOTA, "gpus", namespace),
         lambda q: "used" in q.get("status", {}),
         timeout=TIMEOUTS.api_object,
         describe="quota gpus observed by the quota controller",
@@ -178,7 +178,7 @@ def test_quota_counts_bridged_and_claimed_devices_under_all_three_names(
 
     counted = names if quota_counts_implicit_device_class_name(cell.number) else names[:2]  # 1.34: 2 names
     quota = wait_for(
-        lambda: kube.get("v1", "ResourceQuota", "gpus", namespace),
+        lambda: kube.get(*kinds.RESOURCE_QUOTA, "gpus", namespace),
         lambda q: q["status"].get("used") == dict.fromkeys(counted, "2"),
         timeout=TIMEOUTS.api_object,
         describe=f"quota usage 2 under {counted}",

@@ -24,6 +24,7 @@ from harness.clusters.local.cluster import LocalCluster
 from harness.controlplane.build import binary_path
 from harness.core.versions import REPO_ROOT, load_matrix
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.objects import Created
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -116,7 +117,7 @@ def slice_doc(name: str, node: str | None) -> str:
     else:
         spec["nodeName"] = node
     body = {
-        "apiVersion": b.resource_api(),
+        "apiVersion": kinds.RESOURCE_V1,
         "kind": "ResourceSlice",
         "metadata": {"name": name},
         "spec": spec,

@@ -15,6 +15,7 @@ from harness.core.expectations import (
     device_taint_rule_status_checked,
 )
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
@@ -106,7 +107,7 @@ def test_a_no_execute_device_taint_rule_evicts_the_pod_using_the_device(
     objects.create(rule)
 
     wait_for(
-        lambda: [p["metadata"]["name"] for p in kube.list("v1", "Pod", namespace)],
+        lambda: [p["metadata"]["name"] for p in kube.list(*kinds.POD, namespace)],
         lambda names: names == [],
         timeout=TIMEOUTS.deletion,
         describe="pod victim evicted by the NoExecute DeviceTaintRule",

@@ -12,7 +12,7 @@ from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
 from harness.core.expectations import claim_controller_follows_bridged_pods
 from harness.kit import builders as b
-from harness.kit.builders import RESOURCE_V1 as RESOURCE_API
+from harness.kit import kinds
 from harness.kit.checks.detectors import (
     Severity,
     account,
@@ -31,7 +31,7 @@ from harness.kit.waits import TIMEOUTS, wait_for
 
 
 def _pods(kube: Kube, namespace: str, names: list[str]) -> list[Obj]:
-    return [kube.get("v1", "Pod", n, namespace) for n in names]
+    return [kube.get(*kinds.POD, n, namespace) for n in names]
 
 
 def test_both_stacks_on_the_same_gpus_over_promise_and_are_detected(
@@ -67,9 +67,9 @@ def test_both_stacks_on_the_same_gpus_over_promise_and_are_detected(
     findings = detect_double_stack(
         # This test's node only: others may be double-stacked too (kind's legacy worker is, by
         # design; so may another worker's test on a shared cluster).
-        [n for n in kube.list("v1", "Node") if n["metadata"]["name"] == node],
-        kube.list(RESOURCE_API, "ResourceSlice"),
-        kube.list(RESOURCE_API, "DeviceClass"),
+        [n for n in kube.list(*kinds.NODE) if n["metadata"]["name"] == node],
+        kube.list(*kinds.RESOURCE_SLICE),
+        kube.list(*kinds.DEVICE_CLASS),
         driver.extended_resource,
         gpu_drivers=[driver.driver],  # named as the scan does: the class may not map the name (bridge off)
     )
@@ -112,7 +112,7 @@ def test_unchanged_deployment_and_job_run_on_a_migrated_pool(
     serving = wait_for(
         lambda: [
             p
-            for p in kube.list("v1", "Pod", namespace, label_selector="app=train")
+            for p in kube.list(*kinds.POD, namespace, label_selector="app=train")
             if p["status"].get("phase") == "Running"
         ],
         lambda pods: len(pods) == 2,
@@ -136,7 +136,7 @@ def test_unchanged_deployment_and_job_run_on_a_migrated_pool(
     wait_for(
         lambda: [
             c
-            for c in kube.list(RESOURCE_API, "ResourceClaim", namespace)
+            for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)
             if c["metadata"]["generateName"].startswith("batch-")
         ],
         # 1.34: a finished pod keeps its claim until the pod object goes (expectations).
@@ -165,9 +165,7 @@ def test_class_without_extended_resource_name_leaves_legacy_pods_pending_and_is_
     _, legacy_name, pod = _unmapped_legacy_pod(kube, namespace, driver, gpu_pool, objects)
 
     assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {legacy_name}") == 1
-    [finding] = detect_unmapped_legacy_requests(
-        [pod], kube.list(RESOURCE_API, "DeviceClass"), kube.list("v1", "Node")
-    )
+    [finding] = detect_unmapped_legacy_requests([pod], kube.list(*kinds.DEVICE_CLASS), kube.list(*kinds.NODE))
     assert (finding.check, finding.severity, finding.subject) == (
         "unmapped-legacy-resource",
         Severity.BLOCKING,
@@ -186,7 +184,7 @@ def test_class_without_extended_resource_name_once_mapped_runs_the_pending_pod(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
 ) -> None:
     class_name, legacy_name, _ = _unmapped_legacy_pod(kube, namespace, driver, gpu_pool, objects)
-    kube.patch(RESOURCE_API, "DeviceClass", class_name, {"spec": {"extendedResourceName": legacy_name}})
+    kube.patch(*kinds.DEVICE_CLASS, class_name, {"spec": {"extendedResourceName": legacy_name}})
     wait_phase(kube, namespace, "legacy", "Running")
 
 
@@ -212,8 +210,8 @@ def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
     pod = wait_unschedulable(kube, namespace, "legacy")
 
     assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
-    ours = [c for c in kube.list(RESOURCE_API, "DeviceClass") if c["metadata"]["name"] == class_name]
-    slices = [s for s in kube.list(RESOURCE_API, "ResourceSlice") if s["spec"].get("nodeName") in pool.nodes]
+    ours = [c for c in kube.list(*kinds.DEVICE_CLASS) if c["metadata"]["name"] == class_name]
+    slices = [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"].get("nodeName") in pool.nodes]
     [finding] = detect_selectors_matching_nothing(ours, slices)
     assert (finding.check, finding.severity, finding.subject) == (
         "selector-matches-nothing",
@@ -259,16 +257,16 @@ def test_node_allocatable_stops_telling_the_truth_after_migration(
         }
     )
 
-    nodes = [n for n in kube.list("v1", "Node") if n["metadata"]["name"] in pool.nodes]
+    nodes = [n for n in kube.list(*kinds.NODE) if n["metadata"]["name"] in pool.nodes]
     held = 3 if claim_controller_follows_bridged_pods(cell.number) else 4  # 1.34: done keeps its own
     claims = wait_for(
-        lambda: kube.list(RESOURCE_API, "ResourceClaim", namespace),
+        lambda: kube.list(*kinds.RESOURCE_CLAIM, namespace),
         lambda cs: len(cs) == held,
         timeout=TIMEOUTS.deletion,
         describe=f"{held} claims left once pod done finished",
     )
     [(label, value)] = pool.node_selector.items()  # the fake pool's label, or --node-selector
-    [acct] = account(nodes, kube.list(RESOURCE_API, "ResourceSlice"), claims, driver.extended_resource, label)
+    [acct] = account(nodes, kube.list(*kinds.RESOURCE_SLICE), claims, driver.extended_resource, label)
     assert (acct.pool, acct.nodes, acct.allocatable, acct.dra_devices, acct.dra_allocated) == (
         value,
         len(pool.nodes),
@@ -277,7 +275,7 @@ def test_node_allocatable_stops_telling_the_truth_after_migration(
         held,
     )
     findings = detect_accounting_gaps(
-        [acct], kube.list("v1", "ResourceQuota", namespace), driver.extended_resource, cell.number
+        [acct], kube.list(*kinds.RESOURCE_QUOTA, namespace), driver.extended_resource, cell.number
     )
     assert [(f.check, f.subject) for f in findings] == [
         ("accounting", f"pool/{value}"),

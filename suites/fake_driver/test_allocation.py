@@ -8,6 +8,7 @@ import pytest
 
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
 from harness.kit.pods import (
@@ -88,7 +89,7 @@ def test_dynamic_mig_full_gpu_waits_for_its_mig_device(
     # The text after the reasons differs by minor (1.36 adds "still not schedulable,").
     assert own_reasons(scheduled["message"]) == {"cannot allocate all claims": 1}
     assert_stays(
-        lambda: kube.get("v1", "Pod", "full", namespace),
+        lambda: kube.get(*kinds.POD, "full", namespace),
         lambda p: (
             p["status"]["phase"] == "Pending" and verdict(condition(p, "PodScheduled")) == verdict(scheduled)
         ),
@@ -96,7 +97,7 @@ def test_dynamic_mig_full_gpu_waits_for_its_mig_device(
         describe="pod full Pending while gpu-0's MIG device is allocated",
     )
 
-    kube.delete("v1", "Pod", "mig", namespace)
+    kube.delete(*kinds.POD, "mig", namespace)
 
     pod = wait_phase(kube, namespace, "full", "Running")
     [claim] = claims_of(kube, namespace, "full")

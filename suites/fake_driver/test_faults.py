@@ -8,6 +8,7 @@ from fake_driver import apilimits, faults
 from fake_driver.faultstate import FAULTS_ANNOTATION
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
+from harness.kit import kinds
 from harness.kit.drastate import device_names, node_slices, pools
 from harness.kit.kube import Kube
 
@@ -47,9 +48,7 @@ def test_drop_attribute_taint_crash_wipe_and_recover(kube: Kube, gpu_fleet: Make
 
     faults.recover(pub, [n1, n2])
 
-    assert [
-        FAULTS_ANNOTATION in (kube.get("v1", "Node", n)["metadata"]["annotations"]) for n in (n1, n2)
-    ] == [
+    assert [FAULTS_ANNOTATION in (kube.get(*kinds.NODE, n)["metadata"]["annotations"]) for n in (n1, n2)] == [
         False,
         False,
     ]

@@ -11,7 +11,7 @@ from fake_driver.ledger import Ledger, Usage
 from fake_driver.personalities import get_personality
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
-from harness.kit.builders import RESOURCE_V1 as SLICE_API
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
@@ -31,12 +31,12 @@ NVIDIA_CLASSES = [
 
 
 def _gpu_status(kube: Kube, node: str) -> tuple[str | None, str | None]:
-    status = kube.get("v1", "Node", node)["status"]
+    status = kube.get(*kinds.NODE, node)["status"]
     return status["capacity"].get(GPU), status["allocatable"].get(GPU)
 
 
 def _renew_time(kube: Kube, node: str) -> str:
-    return str(kube.get("coordination.k8s.io/v1", "Lease", node, "kube-node-lease")["spec"]["renewTime"])
+    return str(kube.get(*kinds.LEASE, node, "kube-node-lease")["spec"]["renewTime"])
 
 
 def test_advertised_gpus_survive_kwok_heartbeats_and_withdraw(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
@@ -67,7 +67,7 @@ def _nvidia_classes(kube: Kube) -> dict[str, str]:
     """name -> resourceVersion of the NVIDIA classes that exist now."""
     return {
         c["metadata"]["name"]: c["metadata"]["resourceVersion"]
-        for c in kube.list(SLICE_API, "DeviceClass")
+        for c in kube.list(*kinds.DEVICE_CLASS)
         if c["metadata"]["name"] in NVIDIA_CLASSES
     }
 
@@ -86,7 +86,7 @@ def test_installer_refuses_gpu_mode_next_to_the_device_plugin(
 
     def remove_installed() -> None:
         for name in set(NVIDIA_CLASSES) - set(before):
-            kube.delete(SLICE_API, "DeviceClass", name)
+            kube.delete(*kinds.DEVICE_CLASS, name)
 
     objects.defer("delete the DeviceClasses the installer added", remove_installed)
     with pytest.raises(InstallRefusedError) as err:
@@ -102,11 +102,11 @@ def test_installer_refuses_gpu_mode_next_to_the_device_plugin(
     names = installer.install(kube.api_client, p, fleet=fleet.fleet, gpu_resources_enabled_override=True)
 
     assert names == NVIDIA_CLASSES
-    gpu = kube.get(SLICE_API, "DeviceClass", "gpu.nvidia.com")
+    gpu = kube.get(*kinds.DEVICE_CLASS, "gpu.nvidia.com")
     assert gpu["spec"]["extendedResourceName"] == GPU
     again = installer.install(kube.api_client, p, fleet=fleet.fleet, gpu_resources_enabled_override=True)
     assert again == NVIDIA_CLASSES
-    assert kube.get(SLICE_API, "DeviceClass", "gpu.nvidia.com")["metadata"]["uid"] == gpu["metadata"]["uid"]
+    assert kube.get(*kinds.DEVICE_CLASS, "gpu.nvidia.com")["metadata"]["uid"] == gpu["metadata"]["uid"]
     objects.cleanup()  # now, to see the classes it found are left as found
     assert set(_nvidia_classes(kube)) == set(before)
 
@@ -119,7 +119,7 @@ def test_example_installer_has_no_device_plugin_guard(
     p = get_personality("example-v0.4")
     objects.defer("uninstall example-v0.4", lambda: installer.uninstall(kube.api_client, p))
     assert installer.install(kube.api_client, p) == ["gpu.example.com"]
-    assert kube.get(SLICE_API, "DeviceClass", "gpu.example.com")["spec"]["selectors"] == [
+    assert kube.get(*kinds.DEVICE_CLASS, "gpu.example.com")["spec"]["selectors"] == [
         {"cel": {"expression": "device.driver == 'gpu.example.com'"}}
     ]
 

@@ -22,7 +22,8 @@ from fixtures.fake_driver import GpuPoolSpec, fleet_of
 from fixtures.nodes import MakePool
 from harness.clusters.base import Cell, Cluster
 from harness.core.versions import REPO_ROOT
-from harness.kit.builders import RESOURCE_V1 as API
+from harness.kit import kinds
+from harness.kit.kinds import RESOURCE_V1 as API
 from harness.kit.kube import Kube, Obj
 from harness.kit.objects import Created
 from harness.qualify.standin import STANDIN_LABEL
@@ -73,7 +74,7 @@ def _state(kube: Kube, kind: str, names: list[str]) -> dict[str, tuple[Any, ...]
 
 def _nvidia_classes(kube: Kube) -> list[str]:
     return sorted(
-        c["metadata"]["name"] for c in kube.list(API, "DeviceClass") if "nvidia.com" in c["metadata"]["name"]
+        c["metadata"]["name"] for c in kube.list(*kinds.DEVICE_CLASS) if "nvidia.com" in c["metadata"]["name"]
     )
 
 
@@ -121,7 +122,7 @@ def test_a_real_drivers_classes_and_slices_are_never_replaced_or_deleted(
         "own:1:2",
     )
     assert (up.returncode, up.stderr, up.stdout) == (1, f"dra-harness: {REFUSAL}\n", "")
-    assert kube.list("v1", "Node", label_selector=STANDIN_LABEL) == []  # refused before any node
+    assert kube.list(*kinds.NODE, label_selector=STANDIN_LABEL) == []  # refused before any node
     down = _run(
         "harness.qualify.standin", "down", "--kubeconfig", kubeconfig, "--driver-name", "gpu.nvidia.com"
     )
@@ -173,18 +174,18 @@ def test_a_real_drivers_classes_and_slices_are_never_replaced_or_deleted(
         "stand-in down",
         lambda: _run("harness.qualify.standin", "down", "--kubeconfig", kubeconfig, "--driver-name", ACME),
     )
-    labels = kube.get(API, "DeviceClass", ACME)["metadata"]["labels"]
+    labels = kube.get(*kinds.DEVICE_CLASS, ACME)["metadata"]["labels"]
     assert labels == {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: "run-41"}
-    [acme_slice] = [s for s in kube.list(API, "ResourceSlice") if s["spec"]["driver"] == ACME]
+    [acme_slice] = [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == ACME]
     assert acme_slice["metadata"]["labels"] == {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: "run-41"}
-    assert kube.get("v1", "Node", "acme-t-0")["metadata"]["labels"][RUN_LABEL] == "run-41"
+    assert kube.get(*kinds.NODE, "acme-t-0")["metadata"]["labels"][RUN_LABEL] == "run-41"
     down = _run("harness.qualify.standin", "down", "--kubeconfig", kubeconfig, "--driver-name", ACME)
     assert (down.returncode, down.stderr, down.stdout) == (
         0,
         "",
         f"stand-in driver {ACME}: removed 5 objects\n",
     )
-    assert [s for s in kube.list(API, "ResourceSlice") if s["spec"]["driver"] == ACME] == []
+    assert [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == ACME] == []
 
     after = (_state(kube, "DeviceClass", classes), _state(kube, "ResourceSlice", slices))
     assert after == before

@@ -12,8 +12,8 @@ from fake_driver.kube import KubeRest
 from fake_driver.personalities import get_personality
 from fake_driver.profiles import get_profile
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
-from harness.kit.builders import RESOURCE_V1
 from harness.kit.drastate import device_names, node_slices, pools
+from harness.kit.kinds import RESOURCE_V1
 from harness.kit.kube import Kube, Obj
 
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]

@@ -12,6 +12,7 @@ from fake_driver.publisher import Publisher
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet, fleet_of
 from harness.clusters.base import Cell
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import device_names, node_slices, pools
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
@@ -39,7 +40,7 @@ def test_publish_all_creates_one_owned_slice_per_node(kube: Kube, gpu_fleet: Mak
             "apiVersion": "v1",
             "kind": "Node",
             "name": n0,
-            "uid": kube.get("v1", "Node", n0)["metadata"]["uid"],
+            "uid": kube.get(*kinds.NODE, n0)["metadata"]["uid"],
             "controller": True,
         }
     ]
@@ -120,7 +121,7 @@ def test_deleted_node_takes_its_slices_with_it(kube: Kube, gpu_fleet: MakeGpuFle
     fleet = gpu_fleet(V04, classes=False)
     n0, n1 = fleet.node_names
 
-    kube.delete("v1", "Node", n1)
+    kube.delete(*kinds.NODE, n1)
 
     wait_for(
         lambda: node_slices(kube, n1),
@@ -140,12 +141,10 @@ def test_sync_removes_slices_of_a_node_deleted_without_cascade(kube: Kube, gpu_f
     # attemptToDeleteItem @ v1.37.2); seen under load in a parallel run.
     for s in node_slices(kube, n1):
         unowned = {"metadata": {"ownerReferences": None}}
-        kube.patch(b.resource_api(), "ResourceSlice", s["metadata"]["name"], unowned)
-    kube.delete("v1", "Node", n1)
+        kube.patch(*kinds.RESOURCE_SLICE, s["metadata"]["name"], unowned)
+    kube.delete(*kinds.NODE, n1)
     wait_for(
-        lambda: [
-            n["metadata"]["name"] for n in kube.list("v1", "Node", field_selector=f"metadata.name={n1}")
-        ],
+        lambda: [n["metadata"]["name"] for n in kube.list(*kinds.NODE, field_selector=f"metadata.name={n1}")],
         lambda names: names == [],
         timeout=TIMEOUTS.deletion,
         describe=f"Node {n1} deleted (its slices orphaned)",
@@ -249,7 +248,7 @@ def _wait_policy_active(kube: Kube, node: str) -> None:
 
     def denied() -> bool:
         try:
-            rest.create(f"/apis/{b.RESOURCE_V1}/resourceslices", probe, dry_run=True)
+            rest.create(f"/apis/{kinds.RESOURCE_V1}/resourceslices", probe, dry_run=True)
         except ApiError:
             return True
         return False

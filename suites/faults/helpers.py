@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.invariants import check_cluster
 from harness.kit.kube import Kube
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_unschedulable
@@ -28,4 +29,4 @@ def assert_full(kube: Kube, namespace: str, resource: str, selector: Mapping[str
     kube.create(b.legacy_pod("one-too-many", namespace, resource, 1, node_selector=selector))
     pod = wait_unschedulable(kube, namespace, "one-too-many")
     assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == nodes
-    kube.delete("v1", "Pod", "one-too-many", namespace)
+    kube.delete(*kinds.POD, "one-too-many", namespace)

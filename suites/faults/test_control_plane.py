@@ -12,9 +12,10 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from harness.clusters.host import health
 from harness.clusters.local.cluster import LocalCluster
 from harness.kit import builders as b
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
 from harness.kit.checks.invariants import EXTENDED_RESOURCE_CLAIM, check_cluster
 from harness.kit.drastate import allocated, allocations, claims_of
+from harness.kit.kinds import RESOURCE_V1
 from harness.kit.kube import Kube, Obj
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.serial, pytest.mark.feature_gate("DRAExtendedResource"
 
 def _client_recovers(kube: Kube, namespace: str, after: str) -> None:
     wait_for(
-        lambda: kube.get("v1", "Namespace", namespace)["metadata"]["name"],
+        lambda: kube.get(*kinds.NAMESPACE, namespace)["metadata"]["name"],
         lambda name: name == namespace,
         timeout=TIMEOUTS.component_ready,
         describe=f"the test's Kube client reading again after {after}",
@@ -62,11 +63,11 @@ def test_scheduler_restarted_with_work_queued(
         for name in legacy[3:]:
             kube.create(b.legacy_pod(name, namespace, gpu, 1, node_selector=pool.node_selector))
         claim_pod(templated[1])
-        assert [kube.get("v1", "Pod", n, namespace)["spec"].get("nodeName") for n in legacy[3:]] == [None] * 3
+        assert [kube.get(*kinds.POD, n, namespace)["spec"].get("nodeName") for n in legacy[3:]] == [None] * 3
 
     pods = [wait_phase(kube, namespace, name, "Running") for name in legacy + templated]
     settled(kube, namespace, legacy + templated, "a kube-scheduler restart")
-    assert {n: kube.get("v1", "Pod", n, namespace)["metadata"]["uid"] for n in running} == running
+    assert {n: kube.get(*kinds.POD, n, namespace)["metadata"]["uid"] for n in running} == running
     claims_after = allocations(kube, namespace)
     assert {k: v for k, v in claims_after.items() if k in claims_before} == claims_before
     for pod in pods:
@@ -86,12 +87,10 @@ def _wait_no_other_claims_moving(kube: Kube, namespace: str) -> None:
     pod): wait for a cluster where no other test's claims or namespaces are going away."""
     wait_for(
         lambda: (
-            sorted(
-                {c["metadata"]["namespace"] for c in kube.list(RESOURCE_V1, "ResourceClaim")} - {namespace}
-            ),
+            sorted({c["metadata"]["namespace"] for c in kube.list(*kinds.RESOURCE_CLAIM)} - {namespace}),
             sorted(
                 n["metadata"]["name"]
-                for n in kube.list("v1", "Namespace")
+                for n in kube.list(*kinds.NAMESPACE)
                 if n.get("status", {}).get("phase") == "Terminating"
             ),
         ),
@@ -151,13 +150,13 @@ def test_claim_left_by_a_killed_scheduler_strands_its_pod(
     assert unschedulable_reasons(scheduling_message(stuck)) == {"cannot schedule extended resource claim": 1}
     assert scheduling_message(stuck).split(". ")[1].startswith("deletion of ResourceClaim completed")
     wait_for(
-        lambda: [c["metadata"]["name"] for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)],
+        lambda: [c["metadata"]["name"] for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)],
         lambda names: leftover["metadata"]["name"] not in names,
         timeout=TIMEOUTS.deletion,
         describe=f"leftover claim {leftover['metadata']['name']} deleted by the scheduler",
     )
     assert_stays(
-        lambda: kube.get("v1", "Pod", "stranded", namespace),
+        lambda: kube.get(*kinds.POD, "stranded", namespace),
         lambda p: not p["spec"].get("nodeName"),
         duration=TIMEOUTS.stays_pending,
         describe="pod stranded unbound with both GPUs free (no requeue after its claim's deletion)",
@@ -191,7 +190,7 @@ def test_apiserver_restarted_under_running_workloads(
     for name in ("after-0", "after-1"):
         wait_phase(kube, namespace, name, "Running")
     settled(kube, namespace, [*before, "after-0", "after-1"], "a kube-apiserver restart")
-    assert {n: kube.get("v1", "Pod", n, namespace)["metadata"]["uid"] for n in before} == before
+    assert {n: kube.get(*kinds.POD, n, namespace)["metadata"]["uid"] for n in before} == before
     claims_after = allocations(kube, namespace)
     assert {k: v for k, v in claims_after.items() if k in claims_before} == claims_before
     assert len(claims_after) == 4
@@ -235,7 +234,7 @@ def test_etcd_stopped_briefly(
     kube.create(b.legacy_pod("after", namespace, gpu, 1, node_selector=pool.node_selector))
     wait_phase(kube, namespace, "after", "Running")
     settled(kube, namespace, ["before", "after"], "etcd stopped and resumed")
-    assert kube.get("v1", "Pod", "before", namespace)["metadata"]["uid"] == uid
+    assert kube.get(*kinds.POD, "before", namespace)["metadata"]["uid"] == uid
     claims_after = allocations(kube, namespace)
     assert {k: v for k, v in claims_after.items() if k in claims_before} == claims_before
     devices = allocated(kube, namespace)

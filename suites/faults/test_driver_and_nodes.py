@@ -20,7 +20,7 @@ from harness.clusters.host.processes import ManagedProcess, log_tail
 from harness.clusters.local.cluster import LocalCluster
 from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
 from harness.kit.drastate import allocated, allocated_devices, allocations, claims_of
 from harness.kit.kube import Kube, Obj
 from harness.kit.pods import wait_phase
@@ -34,7 +34,7 @@ POD_GC = TIMEOUTS.deletion + 40.0
 
 
 def _slices(kube: Kube, node: str) -> list[Obj]:
-    return [s for s in kube.list(RESOURCE_V1, "ResourceSlice") if s["spec"].get("nodeName") == node]
+    return [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"].get("nodeName") == node]
 
 
 def _shape(slices: list[Obj]) -> list[tuple[str, int, list[str]]]:
@@ -168,7 +168,7 @@ def test_fake_driver_killed_and_restarted(
     # plugin stays unregistered): the restart republishes the same devices, once.
     proc.kill()
     for s in _slices(kube, node):
-        kube.delete(RESOURCE_V1, "ResourceSlice", s["metadata"]["name"])
+        kube.delete(*kinds.RESOURCE_SLICE, s["metadata"]["name"])
     wait_for(
         lambda: _slices(kube, node),
         lambda slices: slices == [],
@@ -211,7 +211,7 @@ def test_node_deleted_under_running_pods(
     kept_claims = {k: v for k, v in allocations(kube, namespace).items() if k.startswith("kept-")}
     assert len(kept_claims) == 1
 
-    kube.delete("v1", "Node", doomed)
+    kube.delete(*kinds.NODE, doomed)
 
     wait_for(
         lambda: _slices(kube, doomed),
@@ -220,7 +220,7 @@ def test_node_deleted_under_running_pods(
         describe=f"ResourceSlices of deleted node {doomed} garbage-collected",
     )
     wait_for(
-        lambda: sorted(p["metadata"]["name"] for p in kube.list("v1", "Pod", namespace)),
+        lambda: sorted(p["metadata"]["name"] for p in kube.list(*kinds.POD, namespace)),
         lambda names: names == ["kept"],
         timeout=POD_GC,
         describe=f"pods of deleted node {doomed} removed by the pod garbage collector",
@@ -228,7 +228,7 @@ def test_node_deleted_under_running_pods(
     wait_for(
         lambda: {
             c["metadata"]["name"]: [r["pool"] for r in allocated_devices(c)]
-            for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)
+            for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)
         },
         lambda claims: list(claims) == list(kept_claims),
         timeout=TIMEOUTS.deletion,

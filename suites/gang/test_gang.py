@@ -17,6 +17,7 @@ from fixtures.requirements import api_unserved, gate_reason, skip
 from harness.clusters.base import Cell
 from harness.core.expectations import gang_unschedulable_message
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.gang import GangApi, gang_api, gang_objects, join_gang, pod_group_kind
 from harness.kit.kube import Kube, Obj
@@ -94,7 +95,7 @@ def _create_gang(
 
 def _none_bound(kube: Kube, namespace: str, count: int, why: str) -> None:
     assert_stays(
-        lambda: kube.list("v1", "Pod", namespace),
+        lambda: kube.list(*kinds.POD, namespace),
         lambda pods: len(pods) == count and not any(p["spec"].get("nodeName") for p in pods),
         duration=TIMEOUTS.stays_unbound,
         describe=f"none of the {count} gang pods bound ({why})",
@@ -177,7 +178,7 @@ def test_fewer_than_min_count_pods_are_not_scheduled(
 
     _none_bound(kube, namespace, 3, "3 of minCount 4 pods exist")
     # Held back before the scheduling cycle (PreEnqueue): never tried, so no PodScheduled.
-    assert [condition(p, "PodScheduled") for p in kube.list("v1", "Pod", namespace)] == [None] * 3
+    assert [condition(p, "PodScheduled") for p in kube.list(*kinds.POD, namespace)] == [None] * 3
     if gang.has_pod_group:
         assert kube.get(*pod_group_kind(gang), "train", namespace).get("status", {}).get("conditions") is None
 

@@ -8,6 +8,7 @@ import pytest
 
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocation
 from harness.kit.kube import Kube
 from harness.kit.pods import (
@@ -29,7 +30,7 @@ def _stays_unschedulable(kube: Kube, namespace: str, name: str, why: str) -> Non
     pod = wait_unschedulable(kube, namespace, name)
     assert unschedulable_reasons(scheduling_message(pod)).get("cannot allocate all claims") == 1
     assert_stays(
-        lambda: kube.get("v1", "Pod", name, namespace),
+        lambda: kube.get(*kinds.POD, name, namespace),
         lambda p: p["status"]["phase"] == "Pending" and not p["spec"].get("nodeName"),
         duration=TIMEOUTS.stays_pending,
         describe=f"pod {name} Pending while {why}",
@@ -58,7 +59,7 @@ def test_seven_1g_devices_fill_an_h100_and_give_the_counters_back(
     create_claim_pod(kube, namespace, "any", [b.exact_request("gpu", mig)], fleet.node_selector)
     _stays_unschedulable(kube, namespace, "any", "seven 1g.10gb devices hold gpu-0's counters")
 
-    kube.delete("v1", "Pod", "seven", namespace)
+    kube.delete(*kinds.POD, "seven", namespace)
 
     wait_phase(kube, namespace, "any", "Running")
     assert allocation(kube, namespace, "any") == [("gpu", node, "gpu-0-mig-1g10gb-19-0")]
@@ -88,7 +89,7 @@ def test_a_4g_and_a_3g_fit_together_and_keep_the_full_gpu_out(
     )
     _stays_unschedulable(kube, namespace, "full", "gpu-0's 4g and 3g MIG devices are allocated")
 
-    kube.delete("v1", "Pod", "split", namespace)
+    kube.delete(*kinds.POD, "split", namespace)
 
     wait_phase(kube, namespace, "full", "Running")
     assert allocation(kube, namespace, "full") == [("gpu", node, "gpu-0")]

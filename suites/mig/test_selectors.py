@@ -7,6 +7,7 @@ from fake_driver.fleet import fleet_from_dict
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocation, claims_of
 from harness.kit.kube import Kube, Obj
 from harness.kit.pods import (
@@ -29,7 +30,7 @@ HINT_1_37 = (
 
 def _pending(kube: Kube, namespace: str, name: str, scheduled: Obj | None) -> None:
     assert_stays(
-        lambda: kube.get("v1", "Pod", name, namespace),
+        lambda: kube.get(*kinds.POD, name, namespace),
         lambda p: (
             p["status"]["phase"] == "Pending" and verdict(condition(p, "PodScheduled")) == verdict(scheduled)
         ),
@@ -64,7 +65,7 @@ def test_selector_reading_an_attribute_missing_on_some_nodes_is_a_cel_runtime_er
     create_claim_pod(kube, namespace, "index", [by_index], fleet.node_selector)
 
     pod = wait_for(
-        lambda: kube.get("v1", "Pod", "index", namespace),
+        lambda: kube.get(*kinds.POD, "index", namespace),
         lambda p: "CEL runtime error" in scheduling_message(p),
         timeout=TIMEOUTS.pod_scheduled,
         describe="pod index PodScheduled=False with a CEL runtime error",

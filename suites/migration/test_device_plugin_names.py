@@ -23,6 +23,7 @@ from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
 from harness.core.expectations import class_add_requeues_fit_rejected_pod
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.migration import detect_unmapped_legacy_requests
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube, Obj
@@ -96,4 +97,4 @@ def test_a_mig_named_pod_is_pending_without_its_class_and_gets_that_profile_with
         assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"][0]["resourceName"] == MIG
         devices.add(device["device"])
     assert len(devices) == len(waiting)  # each its own 1g.10gb device
-    assert detect_unmapped_legacy_requests(kube.list("v1", "Pod", namespace), [mig_class], []) == []
+    assert detect_unmapped_legacy_requests(kube.list(*kinds.POD, namespace), [mig_class], []) == []

@@ -17,6 +17,7 @@ from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness import rollout
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.migration import detect_time_slicing
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube, Obj
@@ -56,7 +57,7 @@ def _deployment(namespace: str, resource: str, node_selector: dict[str, str]) ->
 def _states(kube: Kube, namespace: str) -> dict[str, int]:
     """Live pods by phase, Pending ones by what the scheduler said about their own node."""
     out: dict[str, int] = {}
-    for p in kube.list("v1", "Pod", namespace):
+    for p in kube.list(*kinds.POD, namespace):
         if p["metadata"].get("deletionTimestamp"):
             continue
         key = phase(p)
@@ -94,14 +95,14 @@ def test_a_time_sliced_pool_runs_4x_pods_and_after_the_move_the_deployment_leave
         timeout=TIMEOUTS.pod_running,
         describe=f"{GPUS * REPLICAS} pods Running on {GPUS} time-sliced GPUs",
     )
-    assert [claims_of(kube, namespace, p["metadata"]["name"]) for p in kube.list("v1", "Pod", namespace)] == [
+    assert [claims_of(kube, namespace, p["metadata"]["name"]) for p in kube.list(*kinds.POD, namespace)] == [
         []
     ] * (GPUS * REPLICAS)
     other_tests_gone(kube, namespace)
 
     code, output, _ = run_scan(service_account_kubeconfig(read=True), tmp_path / "scan.json")
 
-    [finding] = detect_time_slicing([kube.get("v1", "Node", node)], kube.list("v1", "Pod", namespace), gpu)
+    [finding] = detect_time_slicing([kube.get(*kinds.NODE, node)], kube.list(*kinds.POD, namespace), gpu)
     assert finding.message == (
         f"advertises {gpu}: 8 for 2 GPU(s) (device-plugin time-slicing, 4 replicas): 6 over-advertised; "
         "8 pod(s) use 8 here, 6 will not fit once DRA serves the node (a bridged pod gets whole devices)"
@@ -135,7 +136,7 @@ def test_a_time_sliced_pool_runs_4x_pods_and_after_the_move_the_deployment_leave
     )
     held = [
         (r["pool"], r["device"])
-        for p in kube.list("v1", "Pod", namespace)
+        for p in kube.list(*kinds.POD, namespace)
         for c in claims_of(kube, namespace, p["metadata"]["name"])
         for r in allocated_devices(c)
     ]

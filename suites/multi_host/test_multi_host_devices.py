@@ -13,6 +13,7 @@ import pytest
 from fixtures.nodes import MakePool
 from harness.clusters.nodes import POOL_LABEL as POOL
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices
 from harness.kit.kube import Kube, Obj
 from harness.kit.objects import Created
@@ -85,7 +86,7 @@ def test_a_claim_on_a_multi_host_device_runs_on_every_node_of_its_domain_and_onl
         wait_phase(kube, namespace, f"rank-{i}", "Running")
     wait_unschedulable(kube, namespace, "outsider")
     claim = wait_for(
-        lambda: kube.get(b.RESOURCE_V1, "ResourceClaim", "fabric", namespace),
+        lambda: kube.get(*kinds.RESOURCE_CLAIM, "fabric", namespace),
         lambda c: len((c.get("status") or {}).get("reservedFor") or []) == 2,
         timeout=TIMEOUTS.claim_allocated,
         describe="claim fabric reserved for both ranks",
@@ -120,7 +121,7 @@ def test_a_device_named_for_one_node_pulls_the_pod_there_and_an_all_nodes_device
     assert on_pinned["spec"]["nodeName"] == nodes[2]
     allocations = {
         c["metadata"]["name"].split("-")[0]: c["status"]["allocation"]
-        for c in kube.list(b.RESOURCE_V1, "ResourceClaim", namespace)
+        for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)
     }
     pinned_to = {
         "nodeSelectorTerms": [

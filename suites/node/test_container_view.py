@@ -20,6 +20,7 @@ from fixtures.reporting import EVIDENCE
 from fixtures.requirements import provider_unmet, skip
 from harness.core.drivers import ContainerView
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube, Obj
 from harness.kit.nodepods import container_output, dra_calls, view_container
@@ -47,7 +48,7 @@ def _node_devices(kube: Kube, driver: str, node: str) -> set[str]:
     """Names of the devices the driver publishes for `node` (its node-local slices)."""
     return {
         d["name"]
-        for s in kube.list(b.RESOURCE_V1, "ResourceSlice")
+        for s in kube.list(*kinds.RESOURCE_SLICE)
         if s["spec"]["driver"] == driver and s["spec"].get("nodeName") == node
         for d in s["spec"].get("devices") or []
     }
@@ -78,7 +79,7 @@ def _view_pod(name: str, ns: str, pool: DriverNodes, view: ContainerView, image:
 
 
 def _pod_node(kube: Kube, ns: str, pod: str) -> str:
-    return str(kube.get("v1", "Pod", pod, ns)["spec"]["nodeName"])
+    return str(kube.get(*kinds.POD, pod, ns)["spec"]["nodeName"])
 
 
 def test_the_container_sees_exactly_its_claimed_device_and_its_neighbour_none(
@@ -124,11 +125,11 @@ def test_prepare_and_unprepare_are_called_once_and_the_claim_is_released(
     wait_phase(kube, namespace, "p", "Running")
     [claim] = claims_of(kube, namespace, "p")
 
-    kube.delete("v1", "Pod", "p", namespace)
+    kube.delete(*kinds.POD, "p", namespace)
 
     name = claim["metadata"]["name"]  # made from the template: deleted once the pod is gone
     wait_for(
-        lambda: [c["metadata"]["name"] for c in kube.list(b.RESOURCE_V1, "ResourceClaim", namespace)],
+        lambda: [c["metadata"]["name"] for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)],
         lambda names: name not in names,
         timeout=TIMEOUTS.deletion,
         describe=f"claim {namespace}/{name} released with its pod",
@@ -157,9 +158,9 @@ def test_an_unchanged_extended_resource_pod_gets_its_device_in_the_container(
 
     wait_phase(kube, namespace, "legacy", "Running")
 
-    status = kube.get("v1", "Pod", "legacy", namespace).get("status", {})
+    status = kube.get(*kinds.POD, "legacy", namespace).get("status", {})
     special = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
     assert special, f"no extendedResourceClaimStatus on the pod: {status.get('conditions')}"
-    claim = kube.get(b.RESOURCE_V1, "ResourceClaim", special, namespace)
+    claim = kube.get(*kinds.RESOURCE_CLAIM, special, namespace)
     [result] = allocated_devices(claim)
     assert view.devices(container_output(kube, namespace, "legacy", "main")) == [result["device"]]

@@ -13,6 +13,7 @@ from fake_driver.kubeletplugin.cdi import cdi_device_id, spec_path
 from fake_driver.profiles import gpu_uuid
 from fixtures.realnodes import OLD_POOL, RealNodes, oldest_minor
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.detectors import detect_double_stack
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.nodepods import (
@@ -38,7 +39,7 @@ def gpu_class(real_nodes: RealNodes, real_namespace: str) -> Iterator[str]:
     name = f"{real_namespace}-gpu"
     real_nodes.kube.create(b.device_class(name, selectors=[f'device.driver == "{DRIVER}"']))
     yield name
-    real_nodes.kube.delete(b.resource_api(), "DeviceClass", name)
+    real_nodes.kube.delete(*kinds.DEVICE_CLASS, name)
 
 
 def expected_env(node: str, devices: list[str], claim: str) -> dict[str, str]:
@@ -68,7 +69,7 @@ def test_claim_template_pod_sees_exactly_its_devices_and_is_unprepared_after(
     assert after.get(PREPARE, 0) - before.get(PREPARE, 0) == 1
     assert after.get(UNPREPARE, 0) == before.get(UNPREPARE, 0)
 
-    kube.delete("v1", "Pod", "p", ns)
+    kube.delete(*kinds.POD, "p", ns)
     wait_for(
         lambda: dra_calls(kube, node).get(UNPREPARE, 0) - before.get(UNPREPARE, 0),
         lambda n: n == 1,
@@ -203,8 +204,8 @@ def test_device_plugin_and_dra_driver_hand_the_same_gpu_to_two_containers(
     assert container_env(kube, ns, "dra")["NVIDIA_VISIBLE_DEVICES"] == the_gpu
     # The detector names the node from what the kubelet and the plugin published.
     findings = detect_double_stack(
-        [kube.get("v1", "Node", node)],
-        kube.list(b.resource_api(), "ResourceSlice"),
+        [kube.get(*kinds.NODE, node)],
+        kube.list(*kinds.RESOURCE_SLICE),
         [],
         "nvidia.com/gpu",
         [DRIVER],
@@ -221,7 +222,7 @@ def test_a_kubelet_of_the_oldest_minor_prepares_the_claim_too(
             f"no node of {oldest.name}: the cell is {oldest.name}, or `make nodeparts` has not built it"
         )
     kube, ns, node = real_nodes.kube, real_namespace, real_nodes.node(OLD_POOL)
-    assert kube.get("v1", "Node", node)["status"]["nodeInfo"]["kubeletVersion"] == oldest.kubernetes
+    assert kube.get(*kinds.NODE, node)["status"]["nodeInfo"]["kubeletVersion"] == oldest.kubernetes
     kube.create(b.claim_template("one", ns, [b.exact_request("gpu", gpu_class)]))
     kube.create(env_pod("p", ns, real_nodes.image, node, claim_templates={"gpu": "one"}))
 
@@ -276,7 +277,7 @@ def test_pod_resources_reports_the_dra_devices_of_a_claim_pod_and_a_bridged_pod_
     assert [len(v) for v in want.values()] == [1, 1]
     assert get_held(root, ns, "bridged") == want[f"{ns}/bridged"]
     for pod in ("claimed", "bridged"):
-        kube.delete("v1", "Pod", pod, ns)
+        kube.delete(*kinds.POD, pod, ns)
     wait_for(
         lambda: sorted(k for k in list_held(root) if k.startswith(f"{ns}/")),
         lambda left: left == [],

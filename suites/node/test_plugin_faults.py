@@ -14,6 +14,7 @@ from fake_driver.kubeletplugin.cdi import spec_path
 from fixtures.realnodes import RealNodes
 from harness.clusters.realnodes.node import RealNode
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import claims_of
 from harness.kit.nodepods import container_env, device_env, env_pod
 from harness.kit.pods import phase, wait_phase
@@ -37,7 +38,7 @@ def dra_node(real_nodes: RealNodes, real_namespace: str) -> Iterator[RealNode]:
     real_nodes.kube.create(b.claim_template("one", real_namespace, [b.exact_request("gpu", cls)]))
     yield node
     node.faults_file.unlink(missing_ok=True)
-    real_nodes.kube.delete(b.resource_api(), "DeviceClass", cls)
+    real_nodes.kube.delete(*kinds.DEVICE_CLASS, cls)
 
 
 def event_messages(real_nodes: RealNodes, namespace: str, reason: str) -> list[str]:
@@ -56,7 +57,7 @@ def test_a_pod_starts_once_a_failing_prepare_succeeds(
         timeout=TIMEOUTS.pod_running,
         describe="the kubelet reports the injected Prepare failure",
     )
-    assert phase(kube.get("v1", "Pod", "p", ns)) == "Pending"
+    assert phase(kube.get(*kinds.POD, "p", ns)) == "Pending"
 
     dra_node.faults_file.unlink()
 
@@ -76,7 +77,7 @@ def test_a_failing_unprepare_is_retried_until_it_succeeds(
     spec = spec_path(dra_node.layout.cdi_dir, DRIVER, claim["metadata"]["uid"])
     dra_node.faults_file.write_text(json.dumps({"unprepareErrors": {"*": WHY}}))
 
-    kube.delete("v1", "Pod", "p", ns)
+    kube.delete(*kinds.POD, "p", ns)
     wait_for(
         lambda: dra_node.kubelet_log_mentions(WHY),
         timeout=TIMEOUTS.deletion,

@@ -16,6 +16,7 @@ from fake_driver.kubeletplugin.cdi import spec_path
 from fixtures.realnodes import RealNodes, node_component_down
 from harness.clusters.realnodes.node import RealNode
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import claims_of
 from harness.kit.kube import Kube, NotFoundError, Obj
 from harness.kit.nodepods import container_env, device_env, dra_calls, env_pod
@@ -32,7 +33,7 @@ MAX_PODS = 20
 def driver_slices(kube: Kube, node: str) -> list[str]:
     return [
         s["metadata"]["name"]
-        for s in kube.list(b.resource_api(), "ResourceSlice")
+        for s in kube.list(*kinds.RESOURCE_SLICE)
         if s["spec"].get("nodeName") == node and s["spec"]["driver"] == DRIVER
     ]
 
@@ -51,7 +52,7 @@ def running_pod(
 
 def assert_kept(kube: Kube, ns: str, running: Obj, env: dict[str, str], spec: Path) -> None:
     """Pod `p` still runs its first container, with the same devices, still prepared."""
-    pod = kube.get("v1", "Pod", "p", ns)
+    pod = kube.get(*kinds.POD, "p", ns)
     assert phase(pod) == "Running"
     assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
     assert pod["status"]["startTime"] == running["status"]["startTime"]
@@ -80,7 +81,7 @@ def one_gpu(real_nodes: RealNodes, real_namespace: str) -> Iterator[str]:
     real_nodes.kube.create(b.device_class(cls, selectors=[f'device.driver == "{DRIVER}"']))
     real_nodes.kube.create(b.claim_template("one", real_namespace, [b.exact_request("gpu", cls)]))
     yield "one"
-    real_nodes.kube.delete(b.resource_api(), "DeviceClass", cls)
+    real_nodes.kube.delete(*kinds.DEVICE_CLASS, cls)
 
 
 def test_plugin_restart_re_registers_and_the_running_pod_keeps_its_device(
@@ -93,7 +94,7 @@ def test_plugin_restart_re_registers_and_the_running_pod_keeps_its_device(
 
     assert_kept(kube, ns, running, env, spec)
     before = dra_calls(kube, node.name).get(UNPREPARE, 0)
-    kube.delete("v1", "Pod", "p", ns)
+    kube.delete(*kinds.POD, "p", ns)
     wait_one_unprepare(kube, node.name, before, "by the restarted plugin")
     assert not spec.exists()
 
@@ -105,7 +106,7 @@ def test_a_pod_created_while_the_plugin_is_down_starts_once_it_registers(
     with node_component_down(node, "kubelet-plugin"):
         kube.create(env_pod("p", ns, real_nodes.image, node.name, claim_templates={"gpu": one_gpu}))
         assert_stays(
-            lambda: phase(kube.get("v1", "Pod", "p", ns)),
+            lambda: phase(kube.get(*kinds.POD, "p", ns)),
             lambda p: p == "Pending",
             duration=5.0,
             describe="the pod waits for the driver's plugin",
@@ -134,7 +135,7 @@ def test_a_kubelet_restart_keeps_the_prepared_pod_running_and_unprepares_it_late
         timeout=TIMEOUTS.api_object,
         describe=f"{node.name}'s slices published again",
     )
-    kube.delete("v1", "Pod", "p", ns)
+    kube.delete(*kinds.POD, "p", ns)
     wait_for(spec.exists, lambda there: not there, timeout=TIMEOUTS.deletion, describe="the CDI spec removed")
     wait_for(
         lambda: dra_calls(kube, node.name).get(UNPREPARE, 0),  # the new kubelet's own counters
@@ -173,21 +174,21 @@ def test_a_force_deleted_pod_is_unprepared_and_its_claim_deallocated(
     kube.create(b.resource_claim("external", ns, [b.exact_request("gpu", f"{ns}-gpu")]))
     kube.create(env_pod("p", ns, real_nodes.image, node.name, claims={"gpu": "external"}))
     wait_phase(kube, ns, "p", "Running")
-    uid = kube.get(b.resource_api(), "ResourceClaim", "external", ns)["metadata"]["uid"]
+    uid = kube.get(*kinds.RESOURCE_CLAIM, "external", ns)["metadata"]["uid"]
     spec = spec_path(node.layout.cdi_dir, DRIVER, uid)
     assert spec.exists()
     assert uid in node.prepared_claims()
     before = dra_calls(kube, node.name).get(UNPREPARE, 0)
 
-    kube.delete("v1", "Pod", "p", ns, grace=0)
+    kube.delete(*kinds.POD, "p", ns, grace=0)
 
     with pytest.raises(NotFoundError):
-        kube.get("v1", "Pod", "p", ns)
+        kube.get(*kinds.POD, "p", ns)
     wait_one_unprepare(kube, node.name, before, "for the force-deleted pod")
     assert not spec.exists()
     assert uid not in node.prepared_claims()
     claim = wait_for(
-        lambda: kube.get(b.resource_api(), "ResourceClaim", "external", ns),
+        lambda: kube.get(*kinds.RESOURCE_CLAIM, "external", ns),
         lambda c: not c.get("status", {}).get("allocation"),
         timeout=TIMEOUTS.deletion,
         describe="claim external deallocated",
@@ -222,7 +223,7 @@ def churn(real_nodes: RealNodes, ns: str, node: str, stage: list[str], seen: lis
         kube.create(env_pod(name, ns, real_nodes.image, node, claim_templates={"gpu": "one"}))
         wait_phase(kube, ns, name, "Running")
         seen.append((name, at))
-        kube.delete("v1", "Pod", name, ns)
+        kube.delete(*kinds.POD, name, ns)
         if ran_in(seen, "b") >= 2:
             return
 

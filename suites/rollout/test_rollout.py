@@ -23,6 +23,7 @@ from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
 from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.detectors import detect_double_stack
 from harness.kit.checks.invariants import (
     check_cluster,
@@ -98,7 +99,7 @@ class Watch:
     seen: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def _pods(self) -> dict[str, Obj]:
-        return {p["metadata"]["name"]: p for p in self.kube.list("v1", "Pod", self.namespace)}
+        return {p["metadata"]["name"]: p for p in self.kube.list(*kinds.POD, self.namespace)}
 
     def __call__(self, step: str) -> None:
         pods = self._pods()
@@ -114,7 +115,7 @@ class Watch:
             assert "extendedResourceClaimStatus" not in now["status"], f"after {step}: {name} bridged"
         # Never: one device twice, a GPU promised beyond the node, a node served by both stacks.
         snap = collect(self.kube, [self.namespace])
-        nodes = [n for n in self.kube.list("v1", "Node") if n["metadata"]["name"] in self.fleet.node_names]
+        nodes = [n for n in self.kube.list(*kinds.NODE) if n["metadata"]["name"] in self.fleet.node_names]
         legacy = {n["metadata"]["name"]: advertised(n) for n in nodes}
         ledger = Ledger.for_fleet(self.fleet.fleet, parse_minor(self.cell.minor), legacy=legacy)
         never = (
@@ -160,7 +161,7 @@ def _plugin_pods(kube: Kube, namespace: str, count: int) -> dict[str, Obj]:
     pods = wait_for(
         lambda: [
             p
-            for p in kube.list("v1", "Pod", namespace, label_selector=f"app={PLUGIN_DS}")
+            for p in kube.list(*kinds.POD, namespace, label_selector=f"app={PLUGIN_DS}")
             if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
         ],
         lambda running: len(running) == count,
@@ -245,7 +246,7 @@ def test_pool_migrates_to_dra_and_recreated_legacy_pods_land_there(
         "device-class": (["b-0"], [0, 0], [2, 2], [True, True], [b0]),
         "uncordon": (["b-0"], [0, 0], [2, 2], [False, False], [b0]),
     }
-    ds = kube.get("apps/v1", "DaemonSet", PLUGIN_DS, namespace)
+    ds = kube.get(*kinds.DAEMON_SET, PLUGIN_DS, namespace)
     assert ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ] == {

@@ -18,6 +18,7 @@ from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.base import Cell
 from harness.core.expectations import ambiguous_mapping_outcome, deleting_a_class_drops_a_shared_mapping
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
 from harness.kit.pods import own_reasons, scheduling_message, wait_phase, wait_unschedulable
@@ -31,7 +32,7 @@ STANDIN_DRIVER = "standin.dra-harness.io"
 def _touch(kube: Kube, device_class: str, value: str | None) -> None:
     """Any update of a class makes kube-scheduler map its extendedResourceName again."""
     patch = {"metadata": {"labels": {"dra-harness.io/touched": value}}}
-    kube.patch(b.RESOURCE_V1, "DeviceClass", device_class, patch)
+    kube.patch(*kinds.DEVICE_CLASS, device_class, patch)
 
 
 @pytest.mark.feature_gate("DRAExtendedResource")
@@ -85,14 +86,14 @@ def test_two_classes_on_one_extended_resource_strand_pods_and_block_the_scan(
         _, missing = preflight(kube, driver.driver, driver.device_class)
         assert missing == [f"extendedresource/{resource}: {message}"]
 
-        kube.delete(b.RESOURCE_V1, "DeviceClass", standin)
+        kube.delete(*kinds.DEVICE_CLASS, standin)
         kube.create(b.legacy_pod("after", namespace, resource, 1, node_selector=pool.node_selector))
         assert deleting_a_class_drops_a_shared_mapping(cell.number)
         pod = wait_unschedulable(kube, namespace, "after")
         # The driver's own class still maps the name, but the scheduler dropped it.
         assert own_reasons(scheduling_message(pod)) == {f"Insufficient {resource}": 1}
     finally:
-        kube.delete(b.RESOURCE_V1, "DeviceClass", standin)
+        kube.delete(*kinds.DEVICE_CLASS, standin)
         _touch(kube, driver.device_class, namespace)
         _touch(kube, driver.device_class, None)
     # The update gave the scheduler the name back: the pod the stand-in's class stranded runs
@@ -102,5 +103,5 @@ def test_two_classes_on_one_extended_resource_strand_pods_and_block_the_scan(
     wait_phase(kube, namespace, "fresh", "Running")
     # ...but not the pod NodeResourcesFit rejected meanwhile: an update that keeps the class's
     # extendedResourceName does not requeue it (noderesources/fit.go:574-576 @ v1.37.2).
-    pod = kube.get("v1", "Pod", "after", namespace)
+    pod = kube.get(*kinds.POD, "after", namespace)
     assert own_reasons(scheduling_message(pod)) == {f"Insufficient {resource}": 1}

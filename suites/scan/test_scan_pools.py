@@ -14,6 +14,7 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.nodes import MakePool
 from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.nodes import POOL_LABEL
+from harness.kit import kinds
 from harness.kit.kube import Kube
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
@@ -34,10 +35,10 @@ def test_pools_are_read_from_gke_and_eks_labels_and_every_check_is_listed(
     tmp_path: Path,
 ) -> None:
     [gpu_node] = gpu_pool(nodes=1, gpus=2).nodes
-    kube.patch("v1", "Node", gpu_node, {"metadata": {"labels": {GKE: f"{namespace}-h100"}}})
+    kube.patch(*kinds.NODE, gpu_node, {"metadata": {"labels": {GKE: f"{namespace}-h100"}}})
     node_pool(1, suffix="eks", labels={EKS: f"{namespace}-ng"})
     [bare] = node_pool(1, suffix="bare").node_names()
-    kube.patch("v1", "Node", bare, {"metadata": {"labels": {POOL_LABEL: None}}})
+    kube.patch(*kinds.NODE, bare, {"metadata": {"labels": {POOL_LABEL: None}}})
     kubeconfig = service_account_kubeconfig(read=True)
     other_tests_gone(kube, namespace)
 

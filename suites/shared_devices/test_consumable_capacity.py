@@ -7,6 +7,7 @@ import pytest
 
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
 from harness.kit.pods import (
@@ -46,7 +47,7 @@ def test_two_pods_share_one_gpus_memory_and_a_third_waits(
     assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
     assert_stays_pending(kube, namespace, "c", "a and b hold all 80Gi of gpu-0")
 
-    kube.delete("v1", "Pod", "a", namespace)
+    kube.delete(*kinds.POD, "a", namespace)
 
     wait_phase(kube, namespace, "c", "Running")
     [claim] = claims_of(kube, namespace, "c")

@@ -15,6 +15,7 @@ from fixtures.nodes import MakePool
 from harness.clusters.base import Cell
 from harness.core.expectations import shared_device_holds_counters
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube, Obj
 from harness.kit.objects import Created
@@ -112,9 +113,9 @@ def test_shares_of_a_gpu_and_its_partition_draw_on_one_counter_set(
     assert unschedulable_reasons(scheduling_message(pending)).get("cannot allocate all claims") == 1
     assert_stays_pending(kube, namespace, "c", "shares of gpu-0 hold all 80Gi of its counter set")
 
-    kube.delete("v1", "Pod", "a", namespace)
+    kube.delete(*kinds.POD, "a", namespace)
     assert_stays_pending(kube, namespace, "c", "pod b's share still charges gpu-0's counters")
-    kube.delete("v1", "Pod", "b", namespace)
+    kube.delete(*kinds.POD, "b", namespace)
 
     wait_phase(kube, namespace, "c", "Running")
     assert _devices_of(kube, namespace, "c") == [("gpu-0-half", None)]

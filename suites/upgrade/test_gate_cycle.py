@@ -14,6 +14,7 @@ from fixtures.upgrade import StartRehearsal
 from harness.clusters.local.components import Tuning
 from harness.clusters.local.upgrade import UpgradeRefused, emulating, set_gates
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import claims_of, recorded_claim_names
 from harness.kit.pods import phase, scheduling_message, unschedulable_reasons, wait_unschedulable
 from harness.kit.waits import TIMEOUTS, assert_stays
@@ -52,7 +53,7 @@ def test_bridged_pods_survive_the_gate_off_and_fresh_ones_allocate_when_it_is_on
         "node(s) didn't match Pod's node affinity/selector": 1,
     }
     assert_stays(
-        lambda: kube.get("v1", "Pod", "probe-off", ns),
+        lambda: kube.get(*kinds.POD, "probe-off", ns),
         lambda p: (
             phase(p) == "Pending" and recorded_claim_names(p) == [] and not claims_of(kube, ns, "probe-off")
         ),
@@ -60,9 +61,9 @@ def test_bridged_pods_survive_the_gate_off_and_fresh_ones_allocate_when_it_is_on
         describe="probe pod Pending without a claim",
     )
     [(doomed, _, _)] = kept["to-delete"]
-    kube.delete("v1", "Pod", "to-delete", ns)
+    kube.delete(*kinds.POD, "to-delete", ns)
     wait_claims_gone(kube, ns, [doomed])
-    kube.delete("v1", "Pod", "probe-off", ns)
+    kube.delete(*kinds.POD, "probe-off", ns)
 
     set_gates(r.cluster, {})
 

@@ -18,6 +18,7 @@ from harness.controlplane.nodeparts import kubelet_built
 from harness.core.expectations import kubelet_prepares_bridged_claim
 from harness.core.versions import load_matrix, minor_number
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.nodepods import container_env, env_pod
 from harness.upgrade.rehearsal import wait_running
@@ -50,7 +51,7 @@ def test_every_pod_kind_runs_on_older_kubelets_and_bridged_devices_reach_it_wher
     )
     for pool in pools:
         [node] = pool.node_names()
-        info = r.kube.get("v1", "Node", node)["status"]["nodeInfo"]
+        info = r.kube.get(*kinds.NODE, node)["status"]["nodeInfo"]
         assert info["kubeletVersion"] == matrix.minor(pool.minor or minor).kubernetes
         r.objects.create(b.claim_template(pool.name, ns, [b.exact_request("gpu", r.fleet.gpu_class)]))
         claim = {"gpu": pool.name}

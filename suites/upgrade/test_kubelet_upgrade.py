@@ -18,6 +18,7 @@ from harness.clusters.realnodes.pools import RealNodes, RealPoolSpec
 from harness.controlplane.nodeparts import kubelet_built
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Obj
 from harness.kit.nodepods import container_env, device_env, env_pod
@@ -63,12 +64,12 @@ def _real(r: Rehearsal) -> RealNodes:
 
 
 def _container(r: Rehearsal, pod: str) -> tuple[str, int]:
-    [status] = r.kube.get("v1", "Pod", pod, r.fleet.namespace)["status"]["containerStatuses"]
+    [status] = r.kube.get(*kinds.POD, pod, r.fleet.namespace)["status"]["containerStatuses"]
     return status["containerID"], status["restartCount"]
 
 
 def _assert_node_runs_the_new_kubelet_and_no_step_back(r: Rehearsal, node: str) -> None:
-    got = r.kube.get("v1", "Node", node)
+    got = r.kube.get(*kinds.NODE, node)
     assert got["status"]["nodeInfo"]["kubeletVersion"] == r.cluster.matrix.minor(AFTER).kubernetes
     assert "unschedulable" not in got["spec"]
     assert _real(r).minors == {node: AFTER}
@@ -93,7 +94,7 @@ def test_in_place_the_running_claim_pod_keeps_its_container_and_claim_and_a_new_
     assert _container(r, "before") == container
     assert container[1] == 0
     [kept] = claims_of(r.kube, ns, "before")
-    pod_uid = r.kube.get("v1", "Pod", "before", ns)["metadata"]["uid"]
+    pod_uid = r.kube.get(*kinds.POD, "before", ns)["metadata"]["uid"]
     assert kept["metadata"]["uid"] == held["metadata"]["uid"]
     assert kept["status"]["allocation"] == held["status"]["allocation"]
     assert [c["uid"] for c in kept["status"]["reservedFor"]] == [pod_uid]
@@ -115,7 +116,7 @@ def test_drained_the_claim_pod_and_its_claim_are_gone_and_a_new_one_is_prepared(
     r.cluster.upgrade(AFTER)  # kubelets="drain": upstream's documented way
 
     _assert_node_runs_the_new_kubelet_and_no_step_back(r, node)
-    assert r.kube.list("v1", "Pod", ns, field_selector="metadata.name=before") == []
+    assert r.kube.list(*kinds.POD, ns, field_selector="metadata.name=before") == []
     wait_claims_gone(r.kube, ns, [held["metadata"]["name"]])
     assert _real(r).node(node).plugin_calls("kubelet-plugin", "NodeUnprepareResources") == [
         f"{ns}/{held['metadata']['name']}/{held['metadata']['uid']}"

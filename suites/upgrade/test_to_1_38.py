@@ -22,6 +22,7 @@ from harness.controlplane.nodeparts import kubelet_built
 from harness.core.upgrade_facts import API_REMOVALS, ApiRemoval
 from harness.core.versions import REPO_ROOT, load_matrix
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.detectors import Severity
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Obj
@@ -74,7 +75,7 @@ def _real_claim_pod(r: Rehearsal, name: str) -> tuple[str, int]:
 
 
 def _container(r: Rehearsal, pod: str) -> tuple[str, int]:
-    [status] = r.kube.get("v1", "Pod", pod, r.fleet.namespace)["status"]["containerStatuses"]
+    [status] = r.kube.get(*kinds.POD, pod, r.fleet.namespace)["status"]["containerStatuses"]
     return status["containerID"], status["restartCount"]
 
 
@@ -110,7 +111,7 @@ def test_claim_pods_on_1_37_kubelets_keep_running_through_1_38_and_back(rehearsa
     assert r.kube.get("resource.k8s.io/v1", "DeviceClass", "written-v1beta1")["spec"]["selectors"]
     # The node's kubelet stayed at 1.37, its container was not restarted, and it prepares a
     # new claim under the 1.38 control plane.
-    info = r.kube.get("v1", "Node", node)["status"]["nodeInfo"]
+    info = r.kube.get(*kinds.NODE, node)["status"]["nodeInfo"]
     assert info["kubeletVersion"] == matrix.minor(BEFORE).kubernetes
     assert r.cluster.real is not None
     assert r.cluster.real.minors == {node: BEFORE}

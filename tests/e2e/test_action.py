@@ -26,6 +26,7 @@ import yaml
 
 from harness.clusters.local.cluster import LocalCluster
 from harness.core.versions import REPO_ROOT
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.qualify.standin import StandinPoolSpec, install
 
@@ -193,7 +194,7 @@ def test_the_action_qualifies_uploads_and_cleans_up_and_a_run_that_cannot_start_
     assert written == temp / "dra-harness.kubeconfig"
     assert not written.exists()  # removed by the clean-up step
     with closing(Kube.from_kubeconfig(standin)) as kube:  # the clean-up step deleted it
-        left = kube.list("v1", "Namespace", label_selector=f"{RUN}=gha-4242-1")
+        left = kube.list(*kinds.NAMESPACE, label_selector=f"{RUN}=gha-4242-1")
         phases = {n["metadata"]["name"]: n["status"]["phase"] for n in left}
         # the planted one and the suites' own (labelled with the run's id too): none left Active
         assert {name: p for name, p in phases.items() if p != "Terminating"} == {}

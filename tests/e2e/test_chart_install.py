@@ -27,6 +27,7 @@ from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.named.gpufleet import create_fleet_nodes
 from harness.clusters.nodes import POOL_LABEL
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube, NotFoundError
 from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
@@ -122,11 +123,11 @@ def test_install_publishes_the_fleet_runs_a_bridged_pod_and_uninstall_leaves_not
     }
     assert classes["gpu.nvidia.com"] == "nvidia.com/gpu"
     for ds in ("fake-driver-kubelet-plugin", "fake-driver-device-plugin"):  # kwok nodes run no plugin
-        assert kube.get("apps/v1", "DaemonSet", ds, NAMESPACE)["status"]["desiredNumberScheduled"] == 0
+        assert kube.get(*kinds.DAEMON_SET, ds, NAMESPACE)["status"]["desiredNumberScheduled"] == 0
 
     # The fleet as the chart installed it; kwok nodes for its pools; the publisher plays the plugins.
     fleet_file = tmp_path / "fleet.yaml"
-    fleet_file.write_text(kube.get("v1", "ConfigMap", "fake-driver-fleet", NAMESPACE)["data"]["fleet.yaml"])
+    fleet_file.write_text(kube.get(*kinds.CONFIG_MAP, "fake-driver-fleet", NAMESPACE)["data"]["fleet.yaml"])
     fleet = load_fleet(fleet_file)
     create_fleet_nodes(kube, fleet)
     publisher = Publisher(kube.api_client, fleet, cluster.minor.name)
@@ -147,10 +148,10 @@ def test_install_publishes_the_fleet_runs_a_bridged_pod_and_uninstall_leaves_not
         )
         pod = wait_phase(kube, "chart-pods", "legacy-gpu", "Running")
         claim = pod["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
-        allocation = kube.get(b.resource_api(), "ResourceClaim", claim, "chart-pods")["status"]["allocation"]
+        allocation = kube.get(*kinds.RESOURCE_CLAIM, claim, "chart-pods")["status"]["allocation"]
         assert [r["driver"] for r in allocation["devices"]["results"]] == ["gpu.nvidia.com"] * 2
         running_s = time.monotonic() - start
-        kube.delete("v1", "Namespace", "chart-pods")
+        kube.delete(*kinds.NAMESPACE, "chart-pods")
     finally:
         publisher.remove_all()
     print(f"helm install {installed_s:.1f}s, slices {slices_s:.1f}s, bridged pod Running {running_s:.1f}s")
@@ -160,16 +161,16 @@ def test_install_publishes_the_fleet_runs_a_bridged_pod_and_uninstall_leaves_not
     )
     assert done.returncode == 0, done.stderr
     assert [o for o in objects if not gone(kube, o)] == []
-    assert kube.list("v1", "Secret", namespace=NAMESPACE, label_selector="owner=helm") == []
-    kube.delete("v1", "Namespace", NAMESPACE)
+    assert kube.list(*kinds.SECRET, namespace=NAMESPACE, label_selector="owner=helm") == []
+    kube.delete(*kinds.NAMESPACE, NAMESPACE)
     for node in fleet.node_names:
-        kube.delete("v1", "Node", node)
+        kube.delete(*kinds.NODE, node)
     kube.close()
 
 
 def _devices_per_node(kube: Kube) -> dict[str, int]:
     out: dict[str, int] = {}
-    for s in kube.list(b.resource_api(), "ResourceSlice"):
+    for s in kube.list(*kinds.RESOURCE_SLICE):
         out[s["spec"]["nodeName"]] = out.get(s["spec"]["nodeName"], 0) + len(s["spec"].get("devices") or [])
     return out
 
@@ -216,7 +217,7 @@ def test_contradicting_values_fail_the_install_with_one_line_and_nothing_applied
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(override))
     kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    before = {d["metadata"]["name"] for d in kube.list(b.resource_api(), "DeviceClass")}
+    before = {d["metadata"]["name"] for d in kube.list(*kinds.DEVICE_CLASS)}
 
     done = helm_install(helm, cluster, values, namespace)
 
@@ -237,8 +238,8 @@ def test_contradicting_values_fail_the_install_with_one_line_and_nothing_applied
         assert m.group(1) == line
     listed = run_helm(["list", "-A", "-q"], kubeconfig=cluster.kubeconfig, helm=helm)
     assert listed.stdout == ""
-    assert {d["metadata"]["name"] for d in kube.list(b.resource_api(), "DeviceClass")} == before
-    roles = [r["metadata"]["name"] for r in kube.list("rbac.authorization.k8s.io/v1", "ClusterRole")]
+    assert {d["metadata"]["name"] for d in kube.list(*kinds.DEVICE_CLASS)} == before
+    roles = [r["metadata"]["name"] for r in kube.list(*kinds.CLUSTER_ROLE)]
     assert roles
     assert not [r for r in roles if r.startswith("fake-driver")]
     kube.close()

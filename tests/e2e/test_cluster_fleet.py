@@ -14,7 +14,7 @@ import pytest
 from harness.clusters.host.identity import ProcessIdentity
 from harness.clusters.named import lifecycle as named
 from harness.clusters.named.supervisor import restart_delay
-from harness.kit.builders import resource_api
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import cli, finish, processes_of
@@ -36,7 +36,7 @@ def name() -> Iterator[str]:
 
 def _devices_per_node(kube: Kube) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for s in kube.list(resource_api(), "ResourceSlice"):
+    for s in kube.list(*kinds.RESOURCE_SLICE):
         node = s["spec"]["nodeName"]
         counts[node] = counts.get(node, 0) + len(s["spec"]["devices"])
     return counts
@@ -63,7 +63,7 @@ def test_the_supervisor_restarts_a_killed_publisher_and_the_slices_stay(name: st
     wait_for(
         lambda: _devices_per_node(kube), lambda d: d == {"l4-0": 2}, timeout=30, describe="l4-0's slices"
     )
-    old = kube.get("v1", "Node", "old-0")
+    old = kube.get(*kinds.NODE, "old-0")
     assert old["status"]["allocatable"]["nvidia.com/gpu"] == "4"
     first = _publisher(name)
     os.kill(first.pid, signal.SIGKILL)
@@ -74,9 +74,7 @@ def test_the_supervisor_restarts_a_killed_publisher_and_the_slices_stay(name: st
         describe="the supervisor's record naming a restarted publisher",
     )
     assert "fake-driver-publisher exited: restart 1" in (named.state_dir(name) / named.LOG).read_text()
-    kube.delete(
-        resource_api(), "ResourceSlice", kube.list(resource_api(), "ResourceSlice")[0]["metadata"]["name"]
-    )
+    kube.delete(*kinds.RESOURCE_SLICE, kube.list(*kinds.RESOURCE_SLICE)[0]["metadata"]["name"])
     _wait_l4_slices(kube, "the restarted publisher republishing a deleted slice")
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
     assert not second.alive()
@@ -88,8 +86,8 @@ def test_no_fleet_gives_a_bare_cluster(name: str) -> None:
     assert code == 0, err
     assert "GPU fleet" not in out
     kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
-    assert kube.list("v1", "Node") == []
-    assert kube.list(resource_api(), "DeviceClass") == []
+    assert kube.list(*kinds.NODE) == []
+    assert kube.list(*kinds.DEVICE_CLASS) == []
     record = named.running(name)
     assert record is not None
     assert "fake-driver-publisher" not in record.components

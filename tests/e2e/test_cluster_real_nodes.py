@@ -16,6 +16,7 @@ from harness.clusters.named import lifecycle as named
 from harness.controlplane.nodeparts import ensure_busybox, kubelet_built
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
 from harness.kit.nodepods import container_env, device_env, env_pod
@@ -48,7 +49,7 @@ def test_1_38_with_two_real_1_37_nodes_runs_claim_and_bridged_pods_on_them(name:
     kube = Kube.from_kubeconfig(directory / "admin.kubeconfig")
     try:
         assert kube.git_version() == matrix.minor(CLUSTER).kubernetes
-        versions = {n: kube.get("v1", "Node", n)["status"]["nodeInfo"]["kubeletVersion"] for n in NODES}
+        versions = {n: kube.get(*kinds.NODE, n)["status"]["nodeInfo"]["kubeletVersion"] for n in NODES}
         assert versions == dict.fromkeys(NODES, matrix.minor(KUBELET).kubernetes)
         image, ns = ensure_busybox(matrix)[1], "default"
         kube.create(b.claim_template("one-gpu", ns, [b.exact_request("gpu", "gpu.nvidia.com")]))

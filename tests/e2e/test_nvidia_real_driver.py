@@ -36,6 +36,7 @@ from harness.core.drivers import driver_ref
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.checks.detectors import Severity, detect_double_stack
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
@@ -166,7 +167,7 @@ def test_a_claim_container_sees_exactly_its_gpu_device_node(nvidia: NvidiaCluste
         assert "NVIDIA_VISIBLE_DEVICES" in spec_env, spec_env
         assert env["NVIDIA_VISIBLE_DEVICES"] == spec_env["NVIDIA_VISIBLE_DEVICES"]
     finally:
-        kube.delete("v1", "Namespace", ns)
+        kube.delete(*kinds.NAMESPACE, ns)
 
 
 def _cdi_env(nvidia: NvidiaCluster, node: str, claim_uid: str) -> dict[str, str]:
@@ -218,7 +219,7 @@ def _rendered(nvidia: NvidiaCluster, pool: RealPoolSpec) -> list[dict[str, Any]]
             ]
         }
     )
-    uid = nvidia.kube.get("v1", "Node", node)["metadata"]["uid"]
+    uid = nvidia.kube.get(*kinds.NODE, node)["metadata"]["uid"]
     return list(render_node(fleet.node(node), parse_minor(nvidia.cluster.minor.name), node_uid=uid).slices)
 
 
@@ -264,7 +265,7 @@ def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_
     pool = RealPoolSpec("bad", count=1, gpus=1, profile="t4", driver=DRIVER)
     with pytest.raises(HarnessError) as failed:
         nvidia.cluster.real.add_pool(pool)
-    nvidia.kube.delete("v1", "Node", "bad-0")
+    nvidia.kube.delete(*kinds.NODE, "bad-0")
     first, *tail = str(failed.value).splitlines()
     root = nvidia.cluster.run_dir / "nodes/bad-0/driver-root"
     assert first.startswith("node bad-0: kubelet-plugin (driver nvidia@v0.4.1, "), first
@@ -303,9 +304,9 @@ def test_a_device_plugin_beside_the_real_driver_hands_one_gpu_out_twice(nvidia: 
         legacy_uuid = container_env(kube, ns, "legacy")["NVIDIA_VISIBLE_DEVICES"]
         assert (legacy_uuid, device["attributes"]["uuid"]["string"]) == (gpu_uuid(node, 0), gpu_uuid(node, 0))
         findings = detect_double_stack(
-            [kube.get("v1", "Node", node)],
-            kube.list(b.RESOURCE_V1, "ResourceSlice"),
-            kube.list(b.RESOURCE_V1, "DeviceClass"),
+            [kube.get(*kinds.NODE, node)],
+            kube.list(*kinds.RESOURCE_SLICE),
+            kube.list(*kinds.DEVICE_CLASS),
             LEGACY_RESOURCE,
             gpu_drivers=["gpu.nvidia.com"],
         )
@@ -313,6 +314,6 @@ def test_a_device_plugin_beside_the_real_driver_hands_one_gpu_out_twice(nvidia: 
             ("double-stack", Severity.BLOCKING, f"node/{node}")
         ]
     finally:
-        kube.delete("v1", "Namespace", ns)
+        kube.delete(*kinds.NAMESPACE, ns)
         nvidia.cluster.real.remove_pool(pool.name)  # and the driver's slices
-        kube.delete("v1", "Node", node)
+        kube.delete(*kinds.NODE, node)

@@ -22,6 +22,7 @@ import yaml
 from harness.clusters.local.cluster import LocalCluster
 from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.qualify.standin import StandinPoolSpec, install
 from tests.e2e.test_report_renders import render_to_artifacts
@@ -119,7 +120,7 @@ def _no_access_kubeconfig(kubeconfig: Path, tmp_path: Path) -> Path:
                 "metadata": {"name": "nobody", "namespace": "default"},
             }
         )
-        tokens = kube.resource("v1", "ServiceAccount").subresources["token"]
+        tokens = kube.resource(*kinds.SERVICE_ACCOUNT).subresources["token"]
         request = {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
@@ -141,8 +142,8 @@ def _cluster_objects(kubeconfig: Path) -> dict[str, list[str]]:
             kind: sorted(o["metadata"]["name"] for o in kube.list(api, kind))
             for api, kind in (
                 ("v1", "Namespace"),
-                (b.resource_api(), "DeviceClass"),
-                (b.resource_api(), "ResourceSlice"),
+                (kinds.RESOURCE_V1, "DeviceClass"),
+                (kinds.RESOURCE_V1, "ResourceSlice"),
             )
         }
     finally:

@@ -22,6 +22,7 @@ from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.drivers import driver_ref
 from harness.core.versions import REPO_ROOT, load_matrix
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
 from harness.kit.nodepods import container_output, view_container
@@ -146,10 +147,10 @@ def test_a_plugin_restart_keeps_running_pods_and_serves_new_ones(example: RealDr
         pod("after")
 
         for name in ("before", "after"):
-            status = kube.get("v1", "Pod", name, ns)["status"]
+            status = kube.get(*kinds.POD, name, ns)["status"]
             assert (status["phase"], status["containerStatuses"][0]["restartCount"]) == ("Running", 0)
             [claim] = claims_of(kube, ns, name)
             [result] = allocated_devices(claim)
             assert view.devices(container_output(kube, ns, name, "main")) == [result["device"]]
     finally:
-        kube.delete("v1", "Namespace", ns)
+        kube.delete(*kinds.NAMESPACE, ns)

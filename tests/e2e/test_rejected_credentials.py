@@ -13,6 +13,7 @@ import yaml
 
 from fixtures.scan import MakeKubeconfig
 from harness.core.versions import REPO_ROOT
+from harness.kit import kinds
 from harness.kit.kube import API_ERRORS, Kube
 
 PYTEST = ("-m", "pytest", "-p", "no:cacheprovider", "--cluster-provider=existing")
@@ -86,7 +87,7 @@ def test_the_harness_names_what_a_user_without_rbac_may_not_do(
     kubeconfig = service_account_kubeconfig(read=False)
     kube = Kube.from_kubeconfig(kubeconfig)
     with pytest.raises(API_ERRORS) as refused:
-        kube.list("v1", "Node")
+        kube.list(*kinds.NODE)
     kube.close()
     assert str(kube.failure(refused.value, "the list of Node (v1)")) == (
         f"the API server {_server(kubeconfig)} refused the list of Node (v1) as forbidden (403): nodes is "

@@ -30,6 +30,7 @@ from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.core.drivers import driver_ref
 from harness.core.errors import HarnessError
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.fake_driver.slicediff import Difference, Path, matches, slice_differences
@@ -116,7 +117,7 @@ def layout(request: pytest.FixtureRequest, fidelity: Fidelity) -> Iterator[Layou
     finally:
         real.remove_pool(pool.name)  # and the driver's slices
         for node in pool.node_names():
-            fidelity.kube.delete("v1", "Node", node)
+            fidelity.kube.delete(*kinds.NODE, node)
 
 
 def published(kube: Kube, driver: str, node: str) -> list[dict[str, Any]]:
@@ -156,7 +157,7 @@ def test_example_personality_renders_what_the_real_v0_4_0_plugin_publishes(
             ]
         }
     )
-    uid = fidelity.kube.get("v1", "Node", node)["metadata"]["uid"]
+    uid = fidelity.kube.get(*kinds.NODE, node)["metadata"]["uid"]
     minor = parse_minor(fidelity.cluster.minor.name)
     fake = render_node(fleet.node(node), minor, node_uid=uid).slices
 

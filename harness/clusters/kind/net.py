@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from harness.core.errors import HarnessError
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -49,7 +50,7 @@ def node_networks(kube: Kube) -> dict[str, tuple[str, str]]:
 
     def observe() -> dict[str, tuple[str, str]]:
         seen = {}
-        for n in kube.list("v1", "Node"):
+        for n in kube.list(*kinds.NODE):
             ip = next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
             seen[n["metadata"]["name"]] = (ip, n["spec"].get("podCIDR", ""))
         return seen

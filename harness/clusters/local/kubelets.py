@@ -28,6 +28,7 @@ from harness.clusters.realnodes.pools import RealNodes
 from harness.controlplane.nodeparts import NodeBinaries, node_parts
 from harness.core.errors import HarnessError
 from harness.core.versions import GateProfile, Matrix, minor_number
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -97,7 +98,7 @@ def wait_kubelet_version(kube: Kube, node: str, version: str) -> None:
     is Ready."""
 
     def observe() -> tuple[str, bool]:
-        status = kube.get("v1", "Node", node).get("status", {})
+        status = kube.get(*kinds.NODE, node).get("status", {})
         conditions = status.get("conditions", [])
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
         return status.get("nodeInfo", {}).get("kubeletVersion", ""), ready
@@ -111,7 +112,7 @@ def wait_kubelet_version(kube: Kube, node: str, version: str) -> None:
 
 
 def cordon(kube: Kube, node: str, unschedulable: bool) -> None:
-    kube.patch("v1", "Node", node, {"spec": {"unschedulable": unschedulable or None}})
+    kube.patch(*kinds.NODE, node, {"spec": {"unschedulable": unschedulable or None}})
 
 
 def drain_node(kube: Kube, node: str) -> None:
@@ -119,13 +120,13 @@ def drain_node(kube: Kube, node: str) -> None:
     until they are gone: their containers stopped and their claims unprepared by the old
     kubelet. Mirror and DaemonSet pods do not exist on these nodes."""
     selector = f"spec.nodeName={node}"
-    for pod in kube.list("v1", "Pod", field_selector=selector):
+    for pod in kube.list(*kinds.POD, field_selector=selector):
         meta = pod["metadata"]
         kube.evict(meta["name"], meta["namespace"], meta["uid"])
     wait_for(
         lambda: sorted(
             f"{p['metadata']['namespace']}/{p['metadata']['name']}"
-            for p in kube.list("v1", "Pod", field_selector=selector)
+            for p in kube.list(*kinds.POD, field_selector=selector)
         ),
         lambda left: not left,
         timeout=TIMEOUTS.deletion,

@@ -17,7 +17,7 @@ from fake_driver.errors import FakeDriverError
 from fake_driver.fleet import Fleet, load_fleet
 from harness.clusters.nodes import POOL_LABEL, KwokPoolSpec, node_manifest, node_ready
 from harness.core.errors import HarnessError
-from harness.kit.builders import resource_api
+from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -55,7 +55,7 @@ def create_fleet_nodes(kube: Kube, fleet: Fleet) -> None:
 
     def readiness() -> tuple[int, list[str]]:
         """Ready nodes, and the first few that are not: a short last state for a large fleet."""
-        ready = {n["metadata"]["name"] for n in kube.list("v1", "Node") if node_ready(n)} & names
+        ready = {n["metadata"]["name"] for n in kube.list(*kinds.NODE) if node_ready(n)} & names
         return len(ready), sorted(names - ready)[:5]
 
     wait_for(
@@ -77,7 +77,7 @@ def wait_published(kube: Kube, fleet: Fleet, publishing: Callable[[], None]) -> 
 
     def seen() -> set[tuple[str, str]]:
         publishing()
-        slices = kube.list(resource_api(), "ResourceSlice")
+        slices = kube.list(*kinds.RESOURCE_SLICE)
         return {(s["spec"].get("nodeName"), s["spec"]["driver"]) for s in slices} & wanted
 
     wait_for(
@@ -107,18 +107,18 @@ class PoolStatus:
 
 def fleet_status(kube: Kube) -> list[PoolStatus]:
     """Per pool label: nodes, GPUs published and allocated through DRA, and legacy GPUs."""
-    nodes = kube.list("v1", "Node")
+    nodes = kube.list(*kinds.NODE)
     pool_of = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(POOL_LABEL, "-") for n in nodes}
     published: Counter[str] = Counter()
-    for s in kube.list(resource_api(), "ResourceSlice"):
+    for s in kube.list(*kinds.RESOURCE_SLICE):
         published[pool_of.get(s["spec"].get("nodeName") or "", "-")] += len(s["spec"].get("devices") or [])
     allocated: Counter[str] = Counter()
-    for claim in kube.list(resource_api(), "ResourceClaim"):
+    for claim in kube.list(*kinds.RESOURCE_CLAIM):
         results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
         for r in results or []:
             allocated[pool_of.get(r.get("pool", ""), "-")] += 1  # the fake driver's pool is its node
     requested: Counter[str] = Counter()
-    for pod in kube.list("v1", "Pod"):
+    for pod in kube.list(*kinds.POD):
         node = pod.get("spec", {}).get("nodeName")
         if node and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
             for c in pod["spec"].get("containers", []):

@@ -21,6 +21,7 @@ from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.core.drivers import ClassSpec, DriverSpec, driver_ref
 from harness.core.errors import HarnessError
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube, NotFoundError
 
 
@@ -98,24 +99,24 @@ def install_objects(kube: Kube, plugin: ExternalPlugin) -> None:
     for cls in plugin.device_classes():
         name = cls["metadata"]["name"]
         try:
-            existing = kube.get(b.RESOURCE_V1, "DeviceClass", name)
+            existing = kube.get(*kinds.DEVICE_CLASS, name)
         except NotFoundError:
             kube.create(cls)
             continue
         if not is_owned(existing):
             raise HarnessError(refusal("DeviceClass", name))
-        kube.patch(b.RESOURCE_V1, "DeviceClass", name, {"spec": cls["spec"]})
+        kube.patch(*kinds.DEVICE_CLASS, name, {"spec": cls["spec"]})
 
 
 def delete_slices(kube: Kube, driver: str, nodes: Sequence[str]) -> int:
     """The driver's slices of these nodes: a real driver's slices outlive its process when no
     kubelet removes them. Returns how many were deleted."""
-    slices = kube.list(b.RESOURCE_V1, "ResourceSlice")
+    slices = kube.list(*kinds.RESOURCE_SLICE)
     doomed = [
         s["metadata"]["name"]
         for s in slices
         if s["spec"].get("driver") == driver and s["spec"].get("nodeName") in nodes
     ]
     for name in doomed:
-        kube.delete(b.RESOURCE_V1, "ResourceSlice", name)
+        kube.delete(*kinds.RESOURCE_SLICE, name)
     return len(doomed)

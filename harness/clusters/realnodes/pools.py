@@ -33,7 +33,7 @@ from harness.clusters.realnodes.node import NodeSpec, RealNode
 from harness.controlplane.nodeparts import NodeBinaries, node_parts
 from harness.core.errors import HarnessError
 from harness.core.versions import Matrix, Minor
-from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -255,8 +255,7 @@ class RealNodes:
             for node in nodes:
                 node.check_running()
             return {
-                (s["spec"].get("nodeName"), s["spec"]["driver"])
-                for s in kube.list(b.RESOURCE_V1, "ResourceSlice")
+                (s["spec"].get("nodeName"), s["spec"]["driver"]) for s in kube.list(*kinds.RESOURCE_SLICE)
             } & wanted
 
         self._with_kube(
@@ -293,7 +292,7 @@ class RealNodes:
     def _observe(self, kube: Kube, check: Any) -> dict[str, bool]:
         for node in self.nodes.values():
             node.check_running()
-        nodes = kube.list("v1", "Node", label_selector=f"{REAL_LABEL}=true")
+        nodes = kube.list(*kinds.NODE, label_selector=f"{REAL_LABEL}=true")
         return {n["metadata"]["name"]: bool(check(n)) for n in nodes if n["metadata"]["name"] in self.nodes}
 
     def stop(self) -> None:

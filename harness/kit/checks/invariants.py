@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from fake_driver.errors import UnknownChoiceError
 from fake_driver.ledger import Ledger, Share, Usage
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
 from harness.kit.drastate import allocated_devices
 from harness.kit.kube import Kube, Obj
 
@@ -237,15 +237,15 @@ def collect(kube: Kube, namespaces: Iterable[str] | None = None) -> Snapshot:
 
     Claims are read before pods: a claim can only gain reservations for pods that exist,
     so a pod created in between never shows up as a stale reservation."""
-    all_claims = kube.list(RESOURCE_V1, "ResourceClaim")
-    slices = kube.list(RESOURCE_V1, "ResourceSlice")
+    all_claims = kube.list(*kinds.RESOURCE_CLAIM)
+    slices = kube.list(*kinds.RESOURCE_SLICE)
     if namespaces is None:
-        pods = kube.list("v1", "Pod")
+        pods = kube.list(*kinds.POD)
         claims = all_claims
     else:
         wanted = set(namespaces)
         claims = [c for c in all_claims if c["metadata"]["namespace"] in wanted]
-        pods = [p for ns in sorted(wanted) for p in kube.list("v1", "Pod", ns)]
+        pods = [p for ns in sorted(wanted) for p in kube.list(*kinds.POD, ns)]
     return Snapshot(pods, claims, slices, all_claims)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.kit.builders import RESOURCE_V1
+from harness.kit import kinds
 from harness.kit.drastate import devices_per_node, recorded_claim_names
 from harness.kit.kube import Kube, Obj
 
@@ -32,9 +32,7 @@ def check_pod_claims(kube: Kube, pod: Obj) -> list[str]:
     problems = []
     for claim_name in recorded:
         claims = [
-            c
-            for c in kube.list(RESOURCE_V1, "ResourceClaim", namespace)
-            if c["metadata"]["name"] == claim_name
+            c for c in kube.list(*kinds.RESOURCE_CLAIM, namespace) if c["metadata"]["name"] == claim_name
         ]
         if not claims:
             problems.append(f"claim {namespace}/{claim_name} recorded by pod {name} does not exist")
