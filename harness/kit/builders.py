@@ -47,13 +47,15 @@ def pod(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     restart_policy: str = "Never",
+    grace_seconds: int = 0,
 ) -> Obj:
     """A pod; `claim_templates` maps pod claim name -> ResourceClaimTemplate name,
-    `claims` maps pod claim name -> existing ResourceClaim name."""
+    `claims` maps pod claim name -> existing ResourceClaim name. `grace_seconds` 0 suits kwok
+    pods (nothing runs); a pod on a real kubelet takes nodepods.REAL_KUBELET_GRACE_SECONDS."""
     spec: Obj = {
         "containers": list(containers or [container()]),
         "restartPolicy": restart_policy,
-        "terminationGracePeriodSeconds": 0,
+        "terminationGracePeriodSeconds": grace_seconds,
     }
     if init_containers:
         spec["initContainers"] = list(init_containers)

@@ -21,6 +21,14 @@ _CALL = re.compile(
 )
 
 
+# Not 0: the API server removes a pod whose grace is 0 from storage at the delete request
+# (k8s.io/apiserver pkg/registry/generic/registry/store.go updateForGracefulDeletionAndFinalizers
+# @ v0.37.2: only lastGraceful > 0 waits), before the kubelet has stopped its containers and
+# unprepared its claims, so the next pod could get the device while the old one still runs.
+# 1 s, because a container whose PID 1 is `sleep` ignores SIGTERM and is killed at the end.
+REAL_KUBELET_GRACE_SECONDS = 1
+
+
 def env_pod(
     name: str,
     namespace: str,
@@ -35,7 +43,14 @@ def env_pod(
     existing ResourceClaims (pod claim name -> claim)."""
     container = b.container(limits=limits, claims=[*(claim_templates or {}), *(claims or {})])
     container |= {"image": image, "imagePullPolicy": "Never", "command": ENV_COMMAND}
-    pod = b.pod(name, namespace, containers=[container], claim_templates=claim_templates, claims=claims)
+    pod = b.pod(
+        name,
+        namespace,
+        containers=[container],
+        claim_templates=claim_templates,
+        claims=claims,
+        grace_seconds=REAL_KUBELET_GRACE_SECONDS,
+    )
     pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}  # the scheduler still allocates
     pod["spec"]["automountServiceAccountToken"] = False
     return pod

@@ -23,7 +23,7 @@ from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube, Obj
-from harness.kit.nodepods import container_output, dra_calls, view_container
+from harness.kit.nodepods import REAL_KUBELET_GRACE_SECONDS, container_output, dra_calls, view_container
 from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -73,6 +73,7 @@ def _view_pod(name: str, ns: str, pool: DriverNodes, view: ContainerView, image:
         ],
         claim_templates={"gpu": "one"},
         node_selector=pool.node_selector,
+        grace_seconds=REAL_KUBELET_GRACE_SECONDS,
     )
     pod["spec"]["automountServiceAccountToken"] = False
     return pod
@@ -153,7 +154,13 @@ def test_an_unchanged_extended_resource_pod_gets_its_device_in_the_container(
     pool = gpu_pool(nodes=1, gpus=1)
     container = view_container("main", driver.container_image, view.command)
     container["resources"] = {"limits": {driver.extended_resource: "1"}}
-    pod = b.pod("legacy", namespace, containers=[container], node_selector=pool.node_selector)
+    pod = b.pod(
+        "legacy",
+        namespace,
+        containers=[container],
+        node_selector=pool.node_selector,
+        grace_seconds=REAL_KUBELET_GRACE_SECONDS,
+    )
     kube.create(pod)
 
     wait_phase(kube, namespace, "legacy", "Running")

@@ -17,6 +17,7 @@ from harness.kit import kinds
 from harness.kit.checks.detectors import detect_double_stack
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.nodepods import (
+    REAL_KUBELET_GRACE_SECONDS,
     container_env,
     container_output,
     device_env,
@@ -96,6 +97,7 @@ def test_a_sibling_container_of_the_claiming_pod_sees_none_of_its_devices(
         ],
         claim_templates={"gpu": "one"},
         node_selector={"kubernetes.io/hostname": node},
+        grace_seconds=REAL_KUBELET_GRACE_SECONDS,
     )
     pod["spec"]["automountServiceAccountToken"] = False
     kube.create(pod)
