@@ -6,6 +6,7 @@ from __future__ import annotations
 from harness.kit import kinds
 from harness.kit.kinds import RESOURCE_V1
 from harness.kit.kube import Kube, Obj
+from harness.kit.waits import TIMEOUTS, wait_for
 
 Device = tuple[str, str, str]
 
@@ -52,6 +53,30 @@ def claims_of(kube: Kube, namespace: str, pod_name: str, api: str = RESOURCE_V1)
             for o in c["metadata"].get("ownerReferences") or []
         )
     ]
+
+
+def wait_pod_claims_gone(kube: Kube, namespace: str, pod_name: str, why: str) -> None:
+    """The claims owned by the (deleted) pod garbage-collected; `why` names the pod's story."""
+    wait_for(
+        lambda: [c["metadata"]["name"] for c in claims_of(kube, namespace, pod_name)],
+        lambda left: left == [],
+        timeout=TIMEOUTS.deletion,
+        describe=f"the claims of {why} pod {pod_name} garbage-collected",
+    )
+
+
+def wait_claims_gone(kube: Kube, namespace: str, claim_names: list[str]) -> None:
+    """These claims, by name, garbage-collected."""
+    wait_for(
+        lambda: sorted(
+            c["metadata"]["name"]
+            for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)
+            if c["metadata"]["name"] in claim_names
+        ),
+        lambda left: left == [],
+        timeout=TIMEOUTS.deletion,
+        describe=f"claims {', '.join(claim_names)} garbage-collected",
+    )
 
 
 def recorded_claim_names(pod: Obj) -> list[str]:

@@ -33,7 +33,7 @@ from harness.clusters.nodes import KwokPoolSpec, create_pool, delete_pool
 from harness.core.errors import HarnessError
 from harness.kit import builders as b
 from harness.kit import kinds
-from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.drastate import allocated_devices, claims_of, wait_claims_gone
 from harness.kit.gang import gang_api, gang_objects, join_gang
 from harness.kit.kube import Kube, Obj
 from harness.kit.objects import Created
@@ -200,19 +200,6 @@ def delete_gang(kube: Kube, workloads: Workloads, namespace: str, minor: str) ->
     for obj in reversed(gang_objects(api, workloads.gang, namespace, min_count=2)):
         kube.delete(obj["apiVersion"], obj["kind"], workloads.gang, namespace)
     workloads.gang = ""
-
-
-def wait_claims_gone(kube: Kube, namespace: str, claim_names: list[str]) -> None:
-    wait_for(
-        lambda: sorted(
-            c["metadata"]["name"]
-            for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)
-            if c["metadata"]["name"] in claim_names
-        ),
-        lambda left: left == [],
-        timeout=TIMEOUTS.deletion,
-        describe=f"claims {', '.join(claim_names)} garbage-collected",
-    )
 
 
 def rediscover(kube: Kube) -> None:

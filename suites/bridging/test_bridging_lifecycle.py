@@ -17,11 +17,11 @@ from harness.core.expectations import (
 )
 from harness.kit import builders as b
 from harness.kit import kinds
-from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.drastate import allocated_devices, claims_of, wait_pod_claims_gone
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
-from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
+from harness.kit.waits import TIMEOUTS, assert_stays
 from harness.scan.cluster import read_state, stranded_claims
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
@@ -52,12 +52,7 @@ def test_no_overcommit_and_the_waiting_pod_runs_once_devices_are_freed(
     kube.delete(*kinds.POD, "full", namespace)
 
     wait_phase(kube, namespace, "next", "Running")
-    wait_for(
-        lambda: claims_of(kube, namespace, "full"),
-        lambda claims: claims == [],
-        timeout=TIMEOUTS.deletion,
-        describe="claim of deleted pod full garbage-collected",
-    )
+    wait_pod_claims_gone(kube, namespace, "full", "a deleted")
     [claim] = claims_of(kube, namespace, "next")
     assert len(allocated_devices(claim)) == 1
 
@@ -94,12 +89,7 @@ def test_scheduler_created_claim_is_released_when_the_pod_completes(
         assert [r["name"] for r in held["status"]["reservedFor"]] == ["job"]
         kube.delete(*kinds.POD, "job", namespace)
     wait_phase(kube, namespace, "after", "Running")
-    wait_for(
-        lambda: claims_of(kube, namespace, "job"),
-        lambda claims: claims == [],
-        timeout=TIMEOUTS.deletion,
-        describe=f"claim of {outcome} pod job deleted",
-    )
+    wait_pod_claims_gone(kube, namespace, "job", f"{outcome}")
 
 
 @pytest.mark.bridged
@@ -137,12 +127,7 @@ def test_claim_deleted_before_its_running_pod_goes_with_the_pod(
         assert finding.message.startswith("deleted but still reserved for pod(s) held, which no longer exist")
         # Any change to the claim requeues it: the remediation a 1.34 user has.
         kube.patch(*kinds.RESOURCE_CLAIM, name, REQUEUE, namespace)
-    wait_for(
-        lambda: claims_of(kube, namespace, "held"),
-        lambda claims: claims == [],
-        timeout=TIMEOUTS.deletion,
-        describe=f"claim {name} of deleted pod held gone",
-    )
+    wait_pod_claims_gone(kube, namespace, "held", "the stranded")
 
 
 def test_pod_created_before_its_device_class_runs_once_the_class_appears(

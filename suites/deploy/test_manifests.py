@@ -10,7 +10,8 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from functools import partial
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ from harness.controlplane.build import binary_path
 from harness.core.versions import REPO_ROOT, load_matrix
 from harness.kit import builders as b
 from harness.kit import kinds
-from harness.kit.objects import Created
 from harness.kit.waits import TIMEOUTS, wait_for
 
 pytestmark = [pytest.mark.fake_driver_only("manifests (applying them creates its namespace)")]
@@ -142,88 +142,127 @@ def denial(out: subprocess.CompletedProcess[str]) -> str:
     return m.group(1).strip() if m else f"<not denied: rc={out.returncode} {out.stderr.strip()}>"
 
 
+@dataclass(frozen=True)
+class NodePlugin:
+    """The admission policy applied for real, two Nodes, and a kubeconfig with the kubelet
+    plugin's token as a pod on node `a` gets it (bound to that Node)."""
+
+    admin: Path
+    plugin: Path
+    a: str
+    b: str
+    suffix: str
+
+
 # Applies and then deletes the driver's own namespace and cluster-wide objects under their real
 # names: in a parallel run, not beside the dry run (which needs that namespace Active).
-@pytest.mark.serial
-def test_admission_policy_lets_a_node_plugin_write_only_its_own_node_slices(
-    target: Path, cluster: Cluster, tmp_path: Path, objects: Created
-) -> None:
+@pytest.fixture(scope="module")
+def node_plugin(target: Path, cluster: Cluster, tmp_path_factory: Any) -> Iterator[NodePlugin]:
     if cluster.provider == "existing":
         skip(provider_unmet("creates cluster-scoped objects and Nodes: not on someone else's cluster"))
     real = [MANIFESTS / f for f in ("00-namespace.yaml", "10-serviceaccounts.yaml", "20-rbac.yaml")]
     real.append(MANIFESTS / "60-admission-policy.yaml")
     suffix = uuid.uuid4().hex[:6]
     node_a, node_b = f"vap-a-{suffix}", f"vap-b-{suffix}"
-    # Registered before the creates (newest runs first): nodes, then the manifests in reverse.
-    for f in real:
-        objects.defer(f"delete {f.name}", partial(kubectl, target, "delete", "-f", str(f), *_NO_WAIT))
-    for n in (node_b, node_a):
-        objects.defer(f"delete node {n}", partial(kubectl, target, "delete", "node", n, *_NO_WAIT))
-    for f in real:
-        ok(kubectl(target, "apply", "-f", str(f)))
-    for n in (node_a, node_b):
-        ok(
-            kubectl(
-                target,
-                "create",
-                "-f",
-                "-",
-                stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}),
+    with ExitStack() as undo:  # newest first: the nodes, then the manifests in reverse
+        for f in real:
+            undo.callback(kubectl, target, "delete", "-f", str(f), *_NO_WAIT)
+            ok(kubectl(target, "apply", "-f", str(f)))
+        for n in (node_a, node_b):
+            undo.callback(kubectl, target, "delete", "node", n, *_NO_WAIT)
+            ok(
+                kubectl(
+                    target,
+                    "create",
+                    "-f",
+                    "-",
+                    stdin=json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}),
+                )
             )
-        )
-    # The token a pod on node_a gets: bound to the Node, so the API server adds the
-    # authentication.kubernetes.io/node-name extra that the policy reads.
-    token = ok(
-        kubectl(
-            target,
-            "create",
-            "token",
-            PLUGIN_SA,
-            "-n",
-            NAMESPACE,
-            "--bound-object-kind",
-            "Node",
-            "--bound-object-name",
-            node_a,
-            "--duration",
-            "10m",
-        )
-    ).strip()
-    plugin = token_kubeconfig(target, token, tmp_path / "plugin.kubeconfig")
-    who = json.loads(ok(kubectl(plugin, "auth", "whoami", "-o", "json")))["status"]["userInfo"]
-    assert who["username"] == f"system:serviceaccount:{NAMESPACE}:{PLUGIN_SA}"
-    assert who["extra"]["authentication.kubernetes.io/node-name"] == [node_a]
+        # The token a pod on node_a gets: bound to the Node, so the API server adds the
+        # authentication.kubernetes.io/node-name extra that the policy reads.
+        bound = ("--bound-object-kind", "Node", "--bound-object-name", node_a, "--duration", "10m")
+        token = ok(kubectl(target, "create", "token", PLUGIN_SA, "-n", NAMESPACE, *bound)).strip()
+        plugin = token_kubeconfig(target, token, tmp_path_factory.mktemp("vap") / "plugin.kubeconfig")
+        yield NodePlugin(target, plugin, node_a, node_b, suffix)
 
+
+def _create(kubeconfig: Path, name: str, node: str | None, *dry_run: str) -> subprocess.CompletedProcess[str]:
+    return kubectl(kubeconfig, "create", *dry_run, "-f", "-", stdin=slice_doc(name, node))
+
+
+def _other_node(p: NodePlugin) -> str:
+    return f"this user running on node '{p.a}' may not modify resourceslices on node '{p.b}'"
+
+
+@pytest.mark.serial
+def test_the_plugins_token_names_its_service_account_and_its_node(node_plugin: NodePlugin) -> None:
+    who = json.loads(ok(kubectl(node_plugin.plugin, "auth", "whoami", "-o", "json")))["status"]["userInfo"]
+    assert who["username"] == f"system:serviceaccount:{NAMESPACE}:{PLUGIN_SA}"
+    assert who["extra"]["authentication.kubernetes.io/node-name"] == [node_plugin.a]
+
+
+@pytest.mark.serial
+def test_a_node_plugin_may_not_write_another_nodes_slice(node_plugin: NodePlugin) -> None:
+    p = node_plugin
     # The binding takes effect asynchronously: probe with server-side dry runs (admission
     # runs for them too) until the policy answers, so nothing is written meanwhile.
     probe = wait_for(
-        lambda: kubectl(
-            plugin, "create", "--dry-run=server", "-f", "-", stdin=slice_doc(f"{node_b}-x", node_b)
-        ),
+        lambda: _create(p.plugin, f"{p.b}-x", p.b, "--dry-run=server"),
         lambda out: out.returncode != 0,
         timeout=TIMEOUTS.api_object,
         describe="the admission policy to deny a slice of another node",
     )
-    other_node = f"this user running on node '{node_a}' may not modify resourceslices on node '{node_b}'"
-    assert denial(probe) == other_node
+    assert denial(probe) == _other_node(p)
+    assert denial(_create(p.plugin, f"{p.b}-y", p.b)) == _other_node(p)
 
-    assert denial(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"{node_b}-y", node_b))) == other_node
-    assert denial(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"all-{suffix}", None))) == (
-        f"this user running on node '{node_a}' may not modify cluster resourceslices"
-    )
-    ok(kubectl(plugin, "create", "-f", "-", stdin=slice_doc(f"{node_a}-own", node_a)))
-    ok(kubectl(plugin, "delete", "resourceslice", f"{node_a}-own"))
 
-    # A token without a node (not from a pod on a node) may write nothing.
-    unbound = ok(kubectl(target, "create", "token", PLUGIN_SA, "-n", NAMESPACE, "--duration", "10m")).strip()
-    nowhere = token_kubeconfig(target, unbound, tmp_path / "unbound.kubeconfig")
-    assert denial(kubectl(nowhere, "create", "-f", "-", stdin=slice_doc(f"{node_a}-z", node_a))) == (
+@pytest.mark.serial
+def test_a_node_plugin_may_not_write_a_cluster_wide_slice(node_plugin: NodePlugin) -> None:
+    p = node_plugin
+    denied = _wait_denied(p, f"all-{p.suffix}", None)
+    assert denial(denied) == f"this user running on node '{p.a}' may not modify cluster resourceslices"
+
+
+@pytest.mark.serial
+def test_a_node_plugin_writes_and_deletes_its_own_nodes_slice(node_plugin: NodePlugin) -> None:
+    p = node_plugin
+    _wait_denied(p, f"{p.b}-w", p.b)  # the policy is in effect, so the next create passed it
+    ok(_create(p.plugin, f"{p.a}-own", p.a))
+    ok(kubectl(p.plugin, "delete", "resourceslice", f"{p.a}-own"))
+
+
+@pytest.mark.serial
+def test_a_token_bound_to_no_node_may_write_no_slice(node_plugin: NodePlugin, tmp_path: Path) -> None:
+    p = node_plugin
+    _wait_denied(p, f"{p.b}-v", p.b)
+    unbound = ok(kubectl(p.admin, "create", "token", PLUGIN_SA, "-n", NAMESPACE, "--duration", "10m")).strip()
+    nowhere = token_kubeconfig(p.admin, unbound, tmp_path / "unbound.kubeconfig")
+    assert denial(_create(nowhere, f"{p.a}-z", p.a)) == (
         "no node association found for user, this user must run in a pod on a node and "
         "ServiceAccountTokenPodNodeInfo must be enabled"
     )
-    # Only the plugin's identity is confined: the admin may still write any node's slice.
-    ok(kubectl(target, "create", "--dry-run=server", "-f", "-", stdin=slice_doc(f"{node_b}-admin", node_b)))
-    # Least privilege: the plugin cannot read secrets, even in its own namespace.
-    forbidden = kubectl(plugin, "get", "secrets", "-n", NAMESPACE)
+
+
+@pytest.mark.serial
+def test_the_admin_still_writes_any_nodes_slice(node_plugin: NodePlugin) -> None:
+    p = node_plugin
+    _wait_denied(p, f"{p.b}-u", p.b)  # only the plugin's identity is confined
+    ok(_create(p.admin, f"{p.b}-admin", p.b, "--dry-run=server"))
+
+
+@pytest.mark.serial
+def test_the_node_plugin_cannot_read_secrets_even_in_its_namespace(node_plugin: NodePlugin) -> None:
+    forbidden = kubectl(node_plugin.plugin, "get", "secrets", "-n", NAMESPACE)
     assert forbidden.returncode != 0
     assert "Forbidden" in forbidden.stderr
+
+
+def _wait_denied(p: NodePlugin, name: str, node: str | None) -> subprocess.CompletedProcess[str]:
+    """The plugin's dry-run create of a slice, once the policy (bound asynchronously) denies it."""
+    return wait_for(
+        lambda: _create(p.plugin, name, node, "--dry-run=server"),
+        lambda out: out.returncode != 0,
+        timeout=TIMEOUTS.api_object,
+        describe=f"the admission policy to deny the plugin's slice {name}",
+    )

@@ -6,7 +6,7 @@ import pytest
 
 from fake_driver import apilimits, faults
 from fake_driver.faultstate import FAULTS_ANNOTATION
-from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
+from fixtures.fake_driver import GpuFleet, GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.kit import kinds
 from harness.kit.drastate import device_names, node_slices, pools
@@ -15,22 +15,30 @@ from harness.kit.kube import Kube
 pytestmark = [pytest.mark.fake_driver_only("own slices, faults and installer")]
 
 
-@pytest.mark.feature_gate("DRADeviceTaints")  # the v0.4 health taint is dropped without it
-def test_drop_attribute_taint_crash_wipe_and_recover(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
-    fleet = gpu_fleet(GpuPoolSpec(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p"), classes=False)
-    n1, n2 = fleet.node_names
-    pub = fleet.publisher
+def _fleet(gpu_fleet: MakeGpuFleet) -> GpuFleet:
+    return gpu_fleet(GpuPoolSpec(gpus=2, personality="nvidia-v0.4", nodes=2, suffix="p"), classes=False)
 
-    faults.drop_attribute(pub, [n2], "productName")
+
+def test_a_dropped_attribute_leaves_that_nodes_devices_without_it_in_a_new_generation(
+    kube: Kube, gpu_fleet: MakeGpuFleet
+) -> None:
+    fleet = _fleet(gpu_fleet)
+    n1, n2 = fleet.node_names
+    faults.drop_attribute(fleet.publisher, [n2], "productName")
     [s2] = node_slices(kube, n2)
     assert s2["spec"]["pool"]["generation"] == 2
     assert [sorted(d["attributes"]).count("productName") for d in s2["spec"]["devices"]] == [0, 0]
-    assert [("productName" in d["attributes"]) for d in node_slices(kube, n1)[0]["spec"]["devices"]] == [
-        True,
-        True,
-    ]
+    [s1] = node_slices(kube, n1)
+    assert [("productName" in d["attributes"]) for d in s1["spec"]["devices"]] == [True, True]
 
-    faults.mark_unhealthy(pub, n1, ["gpu-0"])
+
+@pytest.mark.feature_gate("DRADeviceTaints")  # the v0.4 health taint is dropped without it
+def test_an_unhealthy_device_carries_the_v0_4_xid_taint_and_its_neighbour_none(
+    kube: Kube, gpu_fleet: MakeGpuFleet
+) -> None:
+    fleet = _fleet(gpu_fleet)
+    n1 = fleet.node_names[0]
+    faults.mark_unhealthy(fleet.publisher, n1, ["gpu-0"])
     [s1] = node_slices(kube, n1)
     [tainted, healthy] = s1["spec"]["devices"]
     [taint] = tainted["taints"]
@@ -38,20 +46,37 @@ def test_drop_attribute_taint_crash_wipe_and_recover(kube: Kube, gpu_fleet: Make
     assert taint.pop("timeAdded")  # set by the API server
     assert taint == {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
 
+
+def test_a_crashed_plugins_slices_stay_as_they_were_and_a_wipe_removes_them(
+    kube: Kube, gpu_fleet: MakeGpuFleet
+) -> None:
+    fleet = _fleet(gpu_fleet)
+    n1, pub = fleet.node_names[0], fleet.publisher
+    [before] = node_slices(kube, n1)
     faults.crash(pub, [n1])
     assert [r.action for r in pub.sync().results] == ["crashed", "unchanged"]
     assert [s["metadata"]["resourceVersion"] for s in node_slices(kube, n1)] == [
-        s1["metadata"]["resourceVersion"]
-    ]  # a crashed plugin's slices stay as they were
+        before["metadata"]["resourceVersion"]
+    ]
     faults.crash(pub, [n1], wipe=True)
     assert node_slices(kube, n1) == []
 
+
+@pytest.mark.feature_gate("DRADeviceTaints")
+def test_recover_clears_every_fault_and_republishes_what_was_wiped(
+    kube: Kube, gpu_fleet: MakeGpuFleet
+) -> None:
+    fleet = _fleet(gpu_fleet)
+    n1, n2 = fleet.node_names
+    pub = fleet.publisher
+    faults.drop_attribute(pub, [n2], "productName")
+    faults.mark_unhealthy(pub, n1, ["gpu-0"])
+    faults.crash(pub, [n1], wipe=True)
+
     faults.recover(pub, [n1, n2])
 
-    assert [FAULTS_ANNOTATION in (kube.get(*kinds.NODE, n)["metadata"]["annotations"]) for n in (n1, n2)] == [
-        False,
-        False,
-    ]
+    annotated = [FAULTS_ANNOTATION in kube.get(*kinds.NODE, n)["metadata"]["annotations"] for n in (n1, n2)]
+    assert annotated == [False, False]
     [s1] = node_slices(kube, n1)
     assert all("taints" not in d and "productName" in d["attributes"] for d in s1["spec"]["devices"])
     assert pools(node_slices(kube, n2)) == [{"name": n2, "generation": 3, "resourceSliceCount": 1}]

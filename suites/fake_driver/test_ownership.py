@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from fake_driver.deviceclasses import render_device_classes
 from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE, RUN_ENV, RUN_LABEL
-from fake_driver.personalities import get_personality
+from fake_driver.personalities import Personality, get_personality
 from fake_driver.publisher import Publisher
 from fixtures.driver import DriverUnderTest, install_classes, remove_classes
 from fixtures.fake_driver import GpuPoolSpec, fleet_of
@@ -66,8 +67,8 @@ def _state(kube: Kube, kind: str, names: list[str]) -> dict[str, tuple[Any, ...]
     """What must not change: uid, resourceVersion, labels, annotations and spec, per name."""
     out = {}
     for name in names:
-        meta = kube.get(API, kind, name)["metadata"]
-        spec = kube.get(API, kind, name)["spec"]
+        obj = kube.get(API, kind, name)
+        meta, spec = obj["metadata"], obj["spec"]
         out[name] = (meta["uid"], meta["resourceVersion"], meta.get("labels"), meta.get("annotations"), spec)
     return out
 
@@ -90,13 +91,29 @@ def _run(module: str, *args: str, run_id: str = "") -> subprocess.CompletedProce
     )
 
 
-@pytest.mark.serial  # replaces the session's cluster-wide gpu.nvidia.com classes for its duration
-def test_a_real_drivers_classes_and_slices_are_never_replaced_or_deleted(
-    kube: Kube, cluster: Cluster, cell: Cell, driver: DriverUnderTest, node_pool: MakePool, objects: Created
-) -> None:
+@dataclass(frozen=True)
+class RealDriver:
+    """gpu.nvidia.com's classes and two slices on `node`, as its Helm chart leaves them, with
+    their state before the test (the session's own classes removed meanwhile)."""
+
+    kube: Kube
+    kubeconfig: str
+    personality: Personality
+    node: str
+    classes: list[str]
+    slices: list[str]
+    before: tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]]]
+
+    def state(self) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]]]:
+        return _state(self.kube, "DeviceClass", self.classes), _state(self.kube, "ResourceSlice", self.slices)
+
+
+@pytest.fixture
+def real_driver(
+    kube: Kube, cluster: Cluster, driver: DriverUnderTest, node_pool: MakePool, objects: Created
+) -> RealDriver:
     assert driver.personality is not None
     p = get_personality(driver.personality)
-    kubeconfig = str(cluster.kubeconfig)
     # The session's own classes go (the teardown path: ours only) and come back at the end.
     assert remove_classes(kube, p) == [dc["metadata"]["name"] for dc in render_device_classes(p)]
     objects.defer("reinstall the session's classes", lambda: install_classes(kube, p))
@@ -110,82 +127,81 @@ def test_a_real_drivers_classes_and_slices_are_never_replaced_or_deleted(
         [f"{node}-gpu.nvidia.com-real-{i}" for i in range(2)],
     )
     before = (_state(kube, "DeviceClass", classes), _state(kube, "ResourceSlice", slices))
+    return RealDriver(kube, str(cluster.kubeconfig), p, node, classes, slices, before)
 
-    up = _run(
-        "harness.qualify.standin",
-        "up",
-        "--kubeconfig",
-        kubeconfig,
-        "--driver-name",
-        "gpu.nvidia.com",
-        "--pool",
-        "own:1:2",
-    )
+
+def _standin(*args: str, run_id: str = "") -> subprocess.CompletedProcess[str]:
+    return _run("harness.qualify.standin", *args, run_id=run_id)
+
+
+@pytest.mark.serial  # replaces the session's cluster-wide gpu.nvidia.com classes for its duration
+def test_the_standin_over_a_real_drivers_class_is_refused_before_any_node(real_driver: RealDriver) -> None:
+    r = real_driver
+    up = _standin("up", "--kubeconfig", r.kubeconfig, "--driver-name", "gpu.nvidia.com", "--pool", "own:1:2")
     assert (up.returncode, up.stderr, up.stdout) == (1, f"dra-harness: {REFUSAL}\n", "")
-    assert kube.list(*kinds.NODE, label_selector=STANDIN_LABEL) == []  # refused before any node
-    down = _run(
-        "harness.qualify.standin", "down", "--kubeconfig", kubeconfig, "--driver-name", "gpu.nvidia.com"
-    )
+    assert r.kube.list(*kinds.NODE, label_selector=STANDIN_LABEL) == []
+    down = _standin("down", "--kubeconfig", r.kubeconfig, "--driver-name", "gpu.nvidia.com")
     assert (down.returncode, down.stderr, down.stdout) == (
         0,
         "",
         "stand-in driver gpu.nvidia.com: removed 0 objects\n",
     )
+    assert r.state() == r.before
 
+
+@pytest.mark.serial
+def test_installs_over_a_real_drivers_classes_are_refused_and_teardown_removes_none(
+    real_driver: RealDriver,
+) -> None:
+    r, p = real_driver, real_driver.personality
     with pytest.raises(pytest.exit.Exception) as stopped:  # the session fixture's install
-        install_classes(kube, p)
+        install_classes(r.kube, p)
     assert (str(stopped.value), stopped.value.returncode) == (f"driver: {REFUSAL}", 1)
     installed = _run(
-        "fake_driver",
-        "install",
-        "--personality",
-        p.name,
-        "--kubeconfig",
-        kubeconfig,
+        "fake_driver", "install", "--personality", p.name, "--kubeconfig", r.kubeconfig,
         "--gpu-resources-enabled-override",
-    )
+    )  # fmt: skip
     assert (installed.returncode, installed.stderr) == (1, f"fake_driver: error: {REFUSAL}\n")
-    assert _nvidia_classes(kube) == classes  # no compute-domain or vfio class either
-    assert remove_classes(kube, p) == []  # the session's teardown: none of them is ours
+    assert _nvidia_classes(r.kube) == r.classes  # no compute-domain or vfio class either
+    assert remove_classes(r.kube, p) == []  # the session's teardown: none of them is ours
+    assert r.state() == r.before
 
-    # A run's publisher on the same node, same driver: publishes beside them, removes its own.
-    pub = Publisher(
-        kube.api_client, fleet_of([GpuPoolSpec(gpus=2, personality=p.name)], [[node]]), cell.minor
-    )
-    assert [r.action for r in pub.publish_all().results] == ["created"]
-    assert [r.action for r in pub.sync().results] == ["unchanged"]
+
+@pytest.mark.serial
+def test_a_publisher_beside_a_real_driver_on_its_node_removes_only_its_own_slices(
+    real_driver: RealDriver, cell: Cell
+) -> None:
+    r = real_driver
+    fleet = fleet_of([GpuPoolSpec(gpus=2, personality=r.personality.name)], [[r.node]])
+    pub = Publisher(r.kube.api_client, fleet, cell.minor)
+    assert [x.action for x in pub.publish_all().results] == ["created"]
+    assert [x.action for x in pub.sync().results] == ["unchanged"]
     assert pub.remove_all() == 1
-    assert (_state(kube, "DeviceClass", classes), _state(kube, "ResourceSlice", slices)) == before
+    assert r.state() == r.before
 
-    # The stand-in still removes what it made, and only that; its objects carry the run's id.
-    up = _run(
-        "harness.qualify.standin",
-        "up",
-        "--kubeconfig",
-        kubeconfig,
-        "--driver-name",
-        ACME,
-        "--pool",
-        "t:1:2",
-        run_id="run-41",
+
+@pytest.mark.serial
+def test_the_standin_labels_what_it_makes_with_the_run_and_removes_only_that(
+    real_driver: RealDriver, objects: Created
+) -> None:
+    r = real_driver
+    up = _standin(
+        "up", "--kubeconfig", r.kubeconfig, "--driver-name", ACME, "--pool", "t:1:2", run_id="run-41"
     )
     assert (up.returncode, up.stderr, up.stdout) == (0, "", f"stand-in driver {ACME} on acme-t-0\n")
     objects.defer(
-        "stand-in down",
-        lambda: _run("harness.qualify.standin", "down", "--kubeconfig", kubeconfig, "--driver-name", ACME),
+        "stand-in down", lambda: _standin("down", "--kubeconfig", r.kubeconfig, "--driver-name", ACME)
     )
-    labels = kube.get(*kinds.DEVICE_CLASS, ACME)["metadata"]["labels"]
-    assert labels == {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: "run-41"}
-    [acme_slice] = [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == ACME]
-    assert acme_slice["metadata"]["labels"] == {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: "run-41"}
-    assert kube.get(*kinds.NODE, "acme-t-0")["metadata"]["labels"][RUN_LABEL] == "run-41"
-    down = _run("harness.qualify.standin", "down", "--kubeconfig", kubeconfig, "--driver-name", ACME)
+    run_labels = {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: "run-41"}
+    assert r.kube.get(*kinds.DEVICE_CLASS, ACME)["metadata"]["labels"] == run_labels
+    [acme_slice] = [s for s in r.kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == ACME]
+    assert acme_slice["metadata"]["labels"] == run_labels
+    assert r.kube.get(*kinds.NODE, "acme-t-0")["metadata"]["labels"][RUN_LABEL] == "run-41"
+    down = _standin("down", "--kubeconfig", r.kubeconfig, "--driver-name", ACME)
     assert (down.returncode, down.stderr, down.stdout) == (
         0,
         "",
         f"stand-in driver {ACME}: removed 5 objects\n",
     )
-    assert [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == ACME] == []
-
-    after = (_state(kube, "DeviceClass", classes), _state(kube, "ResourceSlice", slices))
-    assert after == before
+    assert [s for s in r.kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == ACME] == []
+    assert r.state() == r.before

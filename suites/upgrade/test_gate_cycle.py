@@ -15,10 +15,10 @@ from harness.clusters.local.components import Tuning
 from harness.clusters.local.upgrade import UpgradeRefused, emulating, set_gates
 from harness.kit import builders as b
 from harness.kit import kinds
-from harness.kit.drastate import claims_of, recorded_claim_names
+from harness.kit.drastate import claims_of, recorded_claim_names, wait_claims_gone
 from harness.kit.pods import phase, scheduling_message, unschedulable_reasons, wait_unschedulable
 from harness.kit.waits import TIMEOUTS, assert_stays
-from harness.upgrade.rehearsal import bridged_pod, pod_allocations, wait_claims_gone, wait_running
+from harness.upgrade.rehearsal import bridged_pod, pod_allocations, wait_running
 
 GATE = "DRAExtendedResource"
 

@@ -19,10 +19,10 @@ from harness.controlplane.nodeparts import kubelet_built
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
 from harness.kit import kinds
-from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.drastate import allocated_devices, claims_of, wait_claims_gone
 from harness.kit.kube import Obj
 from harness.kit.nodepods import container_env, device_env, env_pod
-from harness.upgrade.rehearsal import wait_claims_gone, wait_running
+from harness.upgrade.rehearsal import wait_running
 
 BEFORE, AFTER = "1.36", "1.37"
 POOL = RealPoolSpec("up", count=1, gpus=4)
