@@ -29,7 +29,7 @@ import yaml
 
 from fake_driver import installer, legacy
 from fake_driver.fleet import load_fleet
-from harness.clusters.named import lifecycle as named
+from harness.clusters.named import records
 from harness.clusters.nodes import KwokPoolSpec, node_manifest
 from harness.core.versions import REPO_ROOT
 from harness.kit.kube import Kube
@@ -126,7 +126,7 @@ def measure(nodes: int, runs: int, work: Path) -> dict[str, Any]:
     try:
         if up.returncode != 0:
             raise SystemExit(f"cluster up failed: {up.stderr[-2000:]}")
-        kubeconfig = named.state_dir(name) / "admin.kubeconfig"
+        kubeconfig = records.state_dir(name) / "admin.kubeconfig"
         started = time.monotonic()
         populate(kubeconfig, fleet)
         populate_seconds = time.monotonic() - started

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.host.identity import ProcessIdentity
-from harness.clusters.named import lifecycle
+from harness.clusters.named import lifecycle, records
 from harness.core.errors import HarnessError
 
 
@@ -18,11 +18,11 @@ def test_a_start_not_ready_in_time_is_one_line(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(lifecycle, "READY_TIMEOUT", 1.0)
     supervisor = subprocess.Popen(["sleep", "60"])  # a supervisor still starting
     try:
-        record = lifecycle.ClusterRecord(
+        record = records.ClusterRecord(
             "big", "1.37", "v1.37.2", "dra-all", "starting", ProcessIdentity.of(supervisor.pid), ""
         )
-        lifecycle.write_record(tmp_path, record)
-        (tmp_path / lifecycle.LOG).write_text("fleet: 5000 nodes: creating\n")
+        records.write_record(tmp_path, record)
+        (tmp_path / records.LOG).write_text("fleet: 5000 nodes: creating\n")
         with pytest.raises(HarnessError) as raised:
             lifecycle._await_ready(tmp_path, record, supervisor)
     finally:

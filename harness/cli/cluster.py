@@ -18,7 +18,7 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[OneLineParser]"
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    from harness.clusters.named import gpufleet
+    from harness.clusters.named import gpufleet, records
     from harness.clusters.named import lifecycle as named
 
     fleet = None if args.no_fleet else Path(args.fleet) if args.fleet else gpufleet.DEMO_FLEET
@@ -34,7 +34,7 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     how = "is already running" if already else "is ready"
     print(
         f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
-        f"logs in {named.state_dir(args.name) / 'logs'}"
+        f"logs in {records.state_dir(args.name) / 'logs'}"
     )
     if fleet is not None and not already:
         print(f"# GPU fleet from {fleet}; `dra-harness cluster status --name {args.name}` shows it")
@@ -52,11 +52,10 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
-    from harness.clusters.named import gpufleet
-    from harness.clusters.named import lifecycle as named
+    from harness.clusters.named import gpufleet, records
     from harness.kit.kube import API_ERRORS, Kube
 
-    record = named.running(args.name)
+    record = records.running(args.name)
     if record is None:
         print(f"cluster {args.name!r} is not running")
         return 1
@@ -90,11 +89,11 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 def cmd_cluster_list(_: argparse.Namespace) -> int:
     import time
 
-    from harness.clusters.named import lifecycle as named
+    from harness.clusters.named import records
 
-    clusters = named.stored()
+    clusters = records.stored()
     if not clusters:
-        print(f"no clusters in {named.clusters_root()}")
+        print(f"no clusters in {records.clusters_root()}")
         return 0
     width = max(len(c.name) for c in clusters) + 2  # names run to 40 characters
     print(f"{'NAME':<{width}}{'STATE':<10}{'KUBERNETES':<12}{'SIZE':>9}  LAST WRITTEN")

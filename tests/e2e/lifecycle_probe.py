@@ -17,6 +17,7 @@ from harness.clusters.host.pki import CertPair
 from harness.clusters.host.ports import port_in_use
 from harness.clusters.local.cluster import read_state
 from harness.clusters.named import lifecycle as named
+from harness.clusters.named import records
 from harness.core.versions import REPO_ROOT
 from harness.kit.waits import TIMEOUTS, assert_stays, wait_for
 
@@ -78,16 +79,16 @@ def assert_nothing_left(directory: Path, ports: list[int], after: str) -> None:
 
 def assert_serves_after_up_exits(name: str) -> None:
     """`up` has exited: the cluster it reported must outlive it (the supervisor detached)."""
-    record = named.running(name)
+    record = records.running(name)
     assert record is not None, f"cluster {name!r} is gone once `up` exited"
     kubeconfig = yaml.safe_load(Path(record.kubeconfig).read_text())
-    server, directory = kubeconfig["clusters"][0]["cluster"]["server"], named.state_dir(name)
+    server, directory = kubeconfig["clusters"][0]["cluster"]["server"], records.state_dir(name)
     tls = health.tls_context(
         directory / "pki" / "ca.crt",
         CertPair(directory / "pki" / "admin.crt", directory / "pki" / "admin.key"),
     )
     assert_stays(
-        lambda: (named.running(name) is not None, health.get(f"{server}/readyz", tls)[0]),
+        lambda: (records.running(name) is not None, health.get(f"{server}/readyz", tls)[0]),
         lambda seen: seen == (True, 200),
         duration=3.0,
         describe=f"cluster {name!r} running and ready after `up` exited",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.host.identity import ProcessIdentity
-from harness.clusters.named import lifecycle as named
+from harness.clusters.named import records
 from harness.clusters.named.supervisor import restart_delay
 from harness.kit import kinds
 from harness.kit.kube import Kube
@@ -47,7 +47,7 @@ def _wait_l4_slices(kube: Kube, describe: str) -> None:
 
 
 def _publisher(name: str) -> ProcessIdentity:
-    record = named.running(name)
+    record = records.running(name)
     assert record is not None
     return record.components["fake-driver-publisher"]
 
@@ -59,7 +59,7 @@ def test_the_supervisor_restarts_a_killed_publisher_and_the_slices_stay(name: st
     assert code == 0, err
     assert f"# GPU fleet from {fleet}" in out
     fleet.unlink()  # the cluster keeps its own copy
-    kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
+    kube = Kube.from_kubeconfig(records.state_dir(name) / "admin.kubeconfig")
     wait_for(
         lambda: _devices_per_node(kube), lambda d: d == {"l4-0": 2}, timeout=30, describe="l4-0's slices"
     )
@@ -73,22 +73,22 @@ def test_the_supervisor_restarts_a_killed_publisher_and_the_slices_stay(name: st
         timeout=TIMEOUTS.node_ready,
         describe="the supervisor's record naming a restarted publisher",
     )
-    assert "fake-driver-publisher exited: restart 1" in (named.state_dir(name) / named.LOG).read_text()
+    assert "fake-driver-publisher exited: restart 1" in (records.state_dir(name) / records.LOG).read_text()
     kube.delete(*kinds.RESOURCE_SLICE, kube.list(*kinds.RESOURCE_SLICE)[0]["metadata"]["name"])
     _wait_l4_slices(kube, "the restarted publisher republishing a deleted slice")
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
     assert not second.alive()
-    assert processes_of(named.state_dir(name)) == []
+    assert processes_of(records.state_dir(name)) == []
 
 
 def test_no_fleet_gives_a_bare_cluster(name: str) -> None:
     code, out, err = finish(cli("cluster", "up", "--name", name, "--no-fleet"), "cluster up")
     assert code == 0, err
     assert "GPU fleet" not in out
-    kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
+    kube = Kube.from_kubeconfig(records.state_dir(name) / "admin.kubeconfig")
     assert kube.list(*kinds.NODE) == []
     assert kube.list(*kinds.DEVICE_CLASS) == []
-    record = named.running(name)
+    record = records.running(name)
     assert record is not None
     assert "fake-driver-publisher" not in record.components
 
@@ -116,12 +116,12 @@ def test_a_publisher_that_keeps_dying_is_restarted_after_growing_delays(name: st
         killed = time.monotonic()
         current = _restarted(name, current.pid, n)
         gaps.append(time.monotonic() - killed)
-    log = (named.state_dir(name) / named.LOG).read_text().splitlines()
+    log = (records.state_dir(name) / records.LOG).read_text().splitlines()
     assert [line for line in log if line.startswith("fake-driver-publisher exited")] == [
         f"fake-driver-publisher exited: restart {n} in {d:.0f}s" for n, d in enumerate(delays, 1)
     ]
     assert all(gap >= delay for gap, delay in zip(gaps, delays, strict=True)), gaps
-    kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
+    kube = Kube.from_kubeconfig(records.state_dir(name) / "admin.kubeconfig")
     _wait_l4_slices(kube, "l4-0's slices from the fifth publisher")
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
     assert not current.alive()

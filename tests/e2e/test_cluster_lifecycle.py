@@ -19,7 +19,7 @@ import pytest
 
 from harness.clusters.host.identity import ProcessIdentity
 from harness.clusters.named import lifecycle as named
-from harness.clusters.named import supervisor
+from harness.clusters.named import records, supervisor
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import (
     assert_nothing_left,
@@ -43,8 +43,8 @@ def name(request: pytest.FixtureRequest) -> Iterator[str]:
     subprocess.run(
         [sys.executable, "-m", "harness.cli.main", "cluster", "down", "--name", cluster], check=False
     )
-    shutil.rmtree(named.state_dir(cluster), ignore_errors=True)
-    (named.clusters_root() / f"{cluster}.lock").unlink(missing_ok=True)
+    shutil.rmtree(records.state_dir(cluster), ignore_errors=True)
+    (records.clusters_root() / f"{cluster}.lock").unlink(missing_ok=True)
 
 
 def _exists(path: Callable[[Path], Path]) -> Callable[[Path], bool]:
@@ -55,12 +55,12 @@ def _exists(path: Callable[[Path], Path]) -> Callable[[Path], bool]:
 # before the supervisor exists, then after each component was launched, then at ready.
 MOMENTS: dict[str, Callable[[Path], bool]] = {
     "at once": lambda d: True,
-    "supervisor spawned": _exists(lambda d: d / named.RECORD),
+    "supervisor spawned": _exists(lambda d: d / records.RECORD),
     "etcd launched": _exists(lambda d: d / "logs" / "etcd.log"),
     "apiserver launched": _exists(lambda d: d / "logs" / "kube-apiserver.log"),
     "controllers launched": _exists(lambda d: d / "logs" / "kube-scheduler.log"),
     "kwok launched": _exists(lambda d: d / "logs" / "kwok.log"),
-    "ready": lambda d: (r := named.read_record(d)) is not None and r.phase == "ready",
+    "ready": lambda d: (r := records.read_record(d)) is not None and r.phase == "ready",
 }
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 
@@ -82,7 +82,7 @@ def _reach(up: subprocess.Popen[str], directory: Path, moment: str) -> None:
 
 
 def test_twenty_interrupts_of_cluster_up_leave_nothing_running(name: str) -> None:
-    directory = named.state_dir(name)
+    directory = records.state_dir(name)
     outcomes = []
     for moment, sig in _trials():
         shutil.rmtree(directory, ignore_errors=True)  # moments are files: none from the last trial
@@ -124,16 +124,18 @@ def test_two_ups_of_one_name_make_one_cluster(name: str) -> None:
     exports = {line for line in (out1 + out2).splitlines() if line.startswith("export KUBECONFIG=")}
     assert len(exports) == 1
     assert sorted("already running" in o for o in (out1, out2)) == [False, True]
-    supervisors = [p for p in processes_of(named.state_dir(name)) if "harness.clusters.named.supervisor" in p]
+    supervisors = [
+        p for p in processes_of(records.state_dir(name)) if "harness.clusters.named.supervisor" in p
+    ]
     assert len(supervisors) == 1, supervisors
     assert_serves_after_up_exits(name)
-    ports = recorded_ports(named.state_dir(name))
+    ports = recorded_ports(records.state_dir(name))
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
-    assert_nothing_left(named.state_dir(name), ports, "down")
+    assert_nothing_left(records.state_dir(name), ports, "down")
 
 
 def test_down_during_a_start_stops_it(name: str) -> None:
-    directory = named.state_dir(name)
+    directory = records.state_dir(name)
     up = cli("cluster", "up", "--name", name)
     wait_for(
         lambda: MOMENTS["etcd launched"](directory), timeout=named.READY_TIMEOUT, describe="etcd launched"
@@ -164,12 +166,14 @@ def test_a_reused_pid_in_a_stale_record_is_never_signalled(name: str) -> None:
     `status` treat the cluster as not running and leave the process alone."""
     bystander = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     try:
-        directory = named.state_dir(name)
+        directory = records.state_dir(name)
         directory.mkdir(parents=True)
         real = ProcessIdentity.of(bystander.pid)
         stale = ProcessIdentity(bystander.pid, real.started - 3600.0)
-        record = named.ClusterRecord(name, "1.37", "v1.37.2", "dra-all", "ready", stale, "x", {"etcd": stale})
-        (directory / named.RECORD).write_text(json.dumps(record.to_json()))
+        record = records.ClusterRecord(
+            name, "1.37", "v1.37.2", "dra-all", "ready", stale, "x", {"etcd": stale}
+        )
+        (directory / records.RECORD).write_text(json.dumps(record.to_json()))
         assert finish(cli("cluster", "status", "--name", name), "status")[:2] == (
             1,
             f"cluster {name!r} is not running\n",
@@ -201,7 +205,7 @@ def test_list_shows_running_and_stopped_clusters_and_delete_removes_only_a_stopp
         "",
         f"dra-harness: cluster {name!r} is running: `dra-harness cluster down --name {name}` first\n",
     )
-    assert named.state_dir(name).is_dir()
+    assert records.state_dir(name).is_dir()
     assert finish(cli("cluster", "down", "--name", name), "down")[0] == 0
 
     state, version, size = _listed(name)[1:4]
@@ -210,12 +214,12 @@ def test_list_shows_running_and_stopped_clusters_and_delete_removes_only_a_stopp
     code, out, err = finish(cli("cluster", "delete", "--name", name), "delete")
     assert (code, err) == (0, "")
     assert out == f"cluster {name!r} deleted: {size.removesuffix('MB')} MB freed\n"
-    assert not named.state_dir(name).exists()
-    assert not (named.clusters_root() / f"{name}.lock").exists()
+    assert not records.state_dir(name).exists()
+    assert not (records.clusters_root() / f"{name}.lock").exists()
     assert _listed(name) == []
     assert finish(cli("cluster", "delete", "--name", name), "second delete")[::2] == (
         1,
-        f"dra-harness: no cluster {name!r} in {named.clusters_root()}; "
+        f"dra-harness: no cluster {name!r} in {records.clusters_root()}; "
         "`dra-harness cluster list` shows them\n",
     )
 
@@ -225,13 +229,13 @@ def test_a_frozen_api_server_is_not_ready_and_status_is_one_line(name: str) -> N
     `cluster status` ended in a traceback. Now the record says so within a health period and
     status is one line at once; SIGCONT brings "ready" back."""
     assert finish(cli("cluster", "up", "--name", name), "up")[0] == 0
-    record = named.running(name)
+    record = records.running(name)
     assert record is not None
     apiserver = record.components["kube-apiserver"].pid
     os.kill(apiserver, signal.SIGSTOP)
     try:
         phase = wait_for(
-            lambda: (named.running(name) or record).phase,
+            lambda: (records.running(name) or record).phase,
             lambda p: p.startswith("unresponsive"),
             timeout=supervisor.HEALTH_EVERY * (supervisor.MISSES + 2),
             describe="the record to say the API server is unresponsive",
@@ -244,7 +248,7 @@ def test_a_frozen_api_server_is_not_ready_and_status_is_one_line(name: str) -> N
     finally:
         os.kill(apiserver, signal.SIGCONT)
     wait_for(
-        lambda: (named.running(name) or record).phase,
+        lambda: (records.running(name) or record).phase,
         lambda p: p == "ready",
         timeout=supervisor.HEALTH_EVERY * 3,
         describe="the record to say ready again",

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from fixtures.requirements import provider_unmet, skip
-from harness.clusters.named import lifecycle as named
+from harness.clusters.named import records
 from harness.controlplane.nodeparts import ensure_busybox, kubelet_built
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
@@ -45,7 +45,7 @@ def test_1_38_with_two_real_1_37_nodes_runs_claim_and_bridged_pods_on_them(name:
     code, out, err = finish(up, "cluster up")
     assert code == 0, err
     assert f"Kubernetes {matrix.minor(CLUSTER).kubernetes}" in out
-    directory = named.state_dir(name)
+    directory = records.state_dir(name)
     kube = Kube.from_kubeconfig(directory / "admin.kubeconfig")
     try:
         assert kube.git_version() == matrix.minor(CLUSTER).kubernetes

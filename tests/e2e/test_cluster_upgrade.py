@@ -15,7 +15,7 @@ import pytest
 
 from fixtures.requirements import provider_unmet, skip
 from harness.clusters.local.upgrade import CONTROL_PLANE_ORDER, SKEW_POLICY, stored_in_dropped_versions
-from harness.clusters.named import lifecycle as named
+from harness.clusters.named import records
 from harness.clusters.named.upgrade import STEP_TIMEOUT, StepOutcome
 from harness.controlplane.build import controlplane_built
 from harness.core.versions import load_matrix
@@ -45,14 +45,14 @@ def name(request: pytest.FixtureRequest) -> Iterator[str]:
     cluster = f"t{os.getpid()}-{request.node.name[5:17].replace('_', '-')}".strip("-")
     yield cluster
     finish(cli("cluster", "down", "--name", cluster), "cluster down")
-    shutil.rmtree(named.state_dir(cluster), ignore_errors=True)
-    (named.clusters_root() / f"{cluster}.lock").unlink(missing_ok=True)
+    shutil.rmtree(records.state_dir(cluster), ignore_errors=True)
+    (records.clusters_root() / f"{cluster}.lock").unlink(missing_ok=True)
 
 
 def _up(name: str, minor: str, *extra: str) -> Kube:
     code, _, err = finish(cli("cluster", "up", "--name", name, "-k", minor, *extra), "cluster up")
     assert code == 0, err
-    kube = Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig")
+    kube = Kube.from_kubeconfig(records.state_dir(name) / "admin.kubeconfig")
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     return kube
 
@@ -75,7 +75,7 @@ def test_a_named_cluster_upgrades_in_place_and_its_bridged_pod_keeps_its_claim(n
     _bridged(kube, "before")
     kept = pod_allocations(kube, NS, ["before"])
     [(_, _, [device])] = kept["before"]
-    publisher = named.running(name).components["fake-driver-publisher"]  # type: ignore[union-attr]
+    publisher = records.running(name).components["fake-driver-publisher"]  # type: ignore[union-attr]
 
     code, out, err = _upgrade(name, "1.37")
 
@@ -83,7 +83,7 @@ def test_a_named_cluster_upgrades_in_place_and_its_bridged_pod_keeps_its_claim(n
     step = STEP.match(out.strip())
     assert step is not None, out
     assert (step["name"], step["before"], step["to"]) == (name, "1.36", "1.37"), out
-    outcome = StepOutcome.read(named.state_dir(name))
+    outcome = StepOutcome.read(records.state_dir(name))
     assert outcome is not None
     assert (outcome.ok, list(outcome.components)) == (True, list(CONTROL_PLANE_ORDER))
     assert kube.git_version() == "v1.37.2"
@@ -96,13 +96,15 @@ def test_a_named_cluster_upgrades_in_place_and_its_bridged_pod_keeps_its_claim(n
     assert status[1].splitlines()[0] == f"# cluster {name!r}: Kubernetes v1.37.2, gates dra-all", status
     h100 = next(line.split() for line in status[1].splitlines() if line.startswith("h100 "))
     assert h100 == ["h100", "2", "2", "16", "2", "0", "2"], status[1]  # both pods bridged there
-    record = named.running(name)
+    record = records.running(name)
     assert record is not None
     assert (record.phase, record.minor) == ("ready", "1.37")
     current = record.components["fake-driver-publisher"]
     assert current.alive(), f"publisher {publisher} -> {current} not running after the step"
     assert finish(cli("cluster", "down", "--name", name), "cluster down")[0] == 0  # the new processes too
-    assert_nothing_left(named.state_dir(name), recorded_ports(named.state_dir(name)), "down after the step")
+    assert_nothing_left(
+        records.state_dir(name), recorded_ports(records.state_dir(name)), "down after the step"
+    )
 
 
 def _gang(kube: Kube) -> None:
@@ -136,7 +138,7 @@ def test_refused_steps_change_nothing_and_an_interrupted_one_is_carried_through(
         _upgrade(name, "1.37")[2] == f"dra-harness: cluster {name!r}: the control plane already runs 1.37\n"
     )
     assert _upgrade("t-no-such-cluster", "1.36")[:2] == (1, "")
-    assert named.running(name).minor == "1.37"  # type: ignore[union-attr]
+    assert records.running(name).minor == "1.37"  # type: ignore[union-attr]
     assert kube.git_version() == "v1.37.2"
 
     _delete_gang(kube)
@@ -148,7 +150,7 @@ def test_refused_steps_change_nothing_and_an_interrupted_one_is_carried_through(
     )
     first = cli("cluster", "upgrade", "--name", name, "--to", "1.36")
     upgrading = wait_for(
-        lambda: named.read_record(named.state_dir(name)),
+        lambda: records.read_record(records.state_dir(name)),
         lambda r: r is not None and r.phase.startswith("upgrading"),
         timeout=TIMEOUTS.api_object,
         describe="the record saying the step runs",
@@ -170,11 +172,11 @@ def test_refused_steps_change_nothing_and_an_interrupted_one_is_carried_through(
         "1.37 -> 1.36 as one"
     ), err
     done = wait_for(
-        lambda: named.read_record(named.state_dir(name)),
+        lambda: records.read_record(records.state_dir(name)),
         lambda r: r is not None and r.phase == "ready",
         timeout=STEP_TIMEOUT,
         describe="the interrupted step carried through",
     )
     assert done is not None
     assert done.minor == "1.36"
-    assert Kube.from_kubeconfig(named.state_dir(name) / "admin.kubeconfig").git_version() == "v1.36.3"
+    assert Kube.from_kubeconfig(records.state_dir(name) / "admin.kubeconfig").git_version() == "v1.36.3"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.clusters.named import lifecycle as named
+from harness.clusters.named import records
 from tests.e2e.lifecycle_probe import cli, finish
 
 
@@ -24,7 +24,7 @@ def names() -> Iterator[tuple[str, str]]:
 
 
 def _kubeconfig(name: str) -> str:
-    return str(named.state_dir(name) / "admin.kubeconfig")
+    return str(records.state_dir(name) / "admin.kubeconfig")
 
 
 def _scan_and_status(name: str, out: Path) -> tuple[dict[str, object], list[str]]:

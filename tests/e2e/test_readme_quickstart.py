@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.clusters.named import lifecycle as named
+from harness.clusters.named import records
 from harness.core.versions import REPO_ROOT
 from tests.e2e.lifecycle_probe import cli, finish, processes_of
 
@@ -83,4 +83,4 @@ def test_the_readme_quickstart_gives_a_gpu_fleet_whose_pods_get_their_devices(cl
     assert "pod/h100-claim condition met" in out
     assert "pod/mig-1g10gb condition met" in out
     assert out.rstrip().endswith(f"cluster {cluster_name!r} stopped")
-    assert processes_of(named.state_dir(cluster_name)) == []
+    assert processes_of(records.state_dir(cluster_name)) == []

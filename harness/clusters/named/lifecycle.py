@@ -1,157 +1,47 @@
-"""Named long-lived local clusters: what `dra-harness cluster up|down|status` do.
+"""Named long-lived local clusters: what `dra-harness cluster up|down|delete` do.
 
-Each name owns one directory under the cache, `<cache>/clusters/<name>/` (the cluster's run
-directory, `supervisor.json`, `supervisor.log`), and one lock file beside it. The lock is
-held only while a command reads the record and changes what runs (spawn a supervisor, stop
-one), so `down` during a start stops that start, and two `up`s of one name make one cluster.
-The record names the supervisor by PID *and* start time, so a reused PID is never signalled.
+The name's lock (records.locked) is held only while a command reads the record and changes
+what runs (spawn a supervisor, stop one), so `down` during a start stops that start, and two
+`up`s of one name make one cluster. Where state lives: harness.clusters.named.records.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.clusters.host.identity import ProcessIdentity
 from harness.clusters.host.processes import log_tail
 from harness.clusters.local.upgrade import kubelet_refusal
 from harness.clusters.named import gpufleet
+from harness.clusters.named.records import (
+    LOG,
+    RECORD,
+    ClusterRecord,
+    clusters_root,
+    disk_usage,
+    locked,
+    read_record,
+    running,
+    state_dir,
+    validate_name,
+    write_record,
+)
 from harness.clusters.realnodes.external import check_driver_names, external_plugin
 from harness.clusters.realnodes.pools import cluster_up_pool, real_node_parts
-from harness.controlplane.build import cache_root, ensure_controlplane, ensure_kwok
+from harness.controlplane.build import ensure_controlplane, ensure_kwok
 from harness.core.errors import HarnessError, WaitTimeout
 from harness.core.versions import REPO_ROOT, GateProfile, Minor, load_matrix
 from harness.kit.waits import TIMEOUTS, wait_for
 
-MAX_NAME = 40
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-RECORD = "supervisor.json"
-LOG = "supervisor.log"
-# Longer than a `down` may hold the lock: its bounded stop (SIGTERM, then SIGKILL).
-LOCK_TIMEOUT = TIMEOUTS.deletion + 30.0
 READY_TIMEOUT = TIMEOUTS.component_ready * 3
 # `up` tells the supervisor it reported the cluster ready: only then does it outlive `up`.
 ACKNOWLEDGE = signal.SIGUSR1
-
-
-@dataclass
-class ClusterRecord:
-    """supervisor.json: written by `up` (phase "starting") and the supervisor ("ready")."""
-
-    name: str
-    minor: str
-    kubernetes: str
-    profile: str
-    phase: str
-    supervisor: ProcessIdentity
-    kubeconfig: str
-    components: dict[str, ProcessIdentity] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "minor": self.minor,
-            "kubernetes": self.kubernetes,
-            "profile": self.profile,
-            "phase": self.phase,
-            "supervisor": self.supervisor.to_json(),
-            "kubeconfig": self.kubeconfig,
-            "components": {k: v.to_json() for k, v in self.components.items()},
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> ClusterRecord | None:
-        if not isinstance(data, dict):
-            return None
-        supervisor = ProcessIdentity.from_json(data.get("supervisor"))
-        strings = [data.get(k) for k in ("name", "minor", "kubernetes", "profile", "phase", "kubeconfig")]
-        if supervisor is None or not all(isinstance(s, str) for s in strings):
-            return None
-        raw = data.get("components")
-        parsed = {k: ProcessIdentity.from_json(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-        components = {k: v for k, v in parsed.items() if v is not None}
-        name, minor, kubernetes, profile, phase, kubeconfig = (str(s) for s in strings)
-        return cls(name, minor, kubernetes, profile, phase, supervisor, kubeconfig, components)
-
-
-def validate_name(name: str) -> str:
-    if len(name) > MAX_NAME or not _NAME.fullmatch(name):
-        raise HarnessError(
-            f"cluster name {name!r} is not valid: 1-{MAX_NAME} lowercase letters, digits or '-', "
-            "starting and ending with a letter or digit"
-        )
-    return name
-
-
-def clusters_root() -> Path:
-    return cache_root() / "clusters"
-
-
-def state_dir(name: str) -> Path:
-    """The cluster's own directory; refused if it resolves anywhere else (a planted symlink)."""
-    root = clusters_root()
-    path = root / validate_name(name)
-    if path.is_symlink() or (path.exists() and path.resolve().parent != root.resolve()):
-        raise HarnessError(f"{path} is not a directory of dra-harness's own; remove it by hand")
-    return path
-
-
-@contextlib.contextmanager
-def locked(name: str, *, busy: str = "") -> Iterator[None]:
-    """Hold the name's lock; waits for another holder, or with `busy` refuses at once with
-    that message (a second upgrade must not queue behind the first)."""
-    root = clusters_root()
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / f"{validate_name(name)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-
-    def acquire() -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    try:
-        if busy and not acquire():
-            raise HarnessError(busy)
-        wait_for(
-            acquire,
-            timeout=LOCK_TIMEOUT,
-            describe=f"cluster {name!r}: the lock another dra-harness command holds",
-            interval=0.2,
-        )
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def read_record(directory: Path) -> ClusterRecord | None:
-    try:
-        return ClusterRecord.from_json(json.loads((directory / RECORD).read_text()))
-    except (OSError, ValueError):
-        return None
-
-
-def write_record(directory: Path, record: ClusterRecord) -> None:
-    tmp = directory / f".{RECORD}.{os.getpid()}"
-    tmp.write_text(json.dumps(record.to_json(), indent=2))
-    tmp.replace(directory / RECORD)  # readers never see half a file
-
-
-def running(name: str) -> ClusterRecord | None:
-    record = read_record(state_dir(name))
-    return record if record is not None and record.supervisor.alive() else None
 
 
 def up(
@@ -256,45 +146,6 @@ def down(name: str) -> bool:
     return was_running
 
 
-@dataclass(frozen=True)
-class StoredCluster:
-    """A name's directory under the cache, running or left by a stopped cluster."""
-
-    name: str
-    running: bool
-    kubernetes: str  # "" when no record says (a stopped cluster's record is removed)
-    size: int  # bytes on disk: etcd's data, logs, the PKI
-    modified: float  # the newest file's time (seconds since the epoch)
-
-
-def _usage(directory: Path) -> tuple[int, float]:
-    size, newest = 0, directory.stat().st_mtime
-    for path in directory.rglob("*"):
-        try:
-            stat = path.lstat()
-        except OSError:
-            continue  # removed meanwhile by the running cluster
-        size += stat.st_size
-        newest = max(newest, stat.st_mtime)
-    return size, newest
-
-
-def stored() -> list[StoredCluster]:
-    """Every named cluster's directory, by name: `dra-harness cluster list`."""
-    root = clusters_root()
-    found = []
-    for directory in sorted(root.iterdir()) if root.is_dir() else []:
-        if not directory.is_dir() or directory.is_symlink() or not _NAME.fullmatch(directory.name):
-            continue  # lock files, and anything not made by this module
-        record = read_record(directory)
-        alive = record is not None and record.supervisor.alive()
-        size, modified = _usage(directory)
-        found.append(
-            StoredCluster(directory.name, alive, record.kubernetes if record else "", size, modified)
-        )
-    return found
-
-
 def delete(name: str) -> int:
     """Remove a stopped cluster's directory and lock file; the bytes freed. A running one is
     refused (`cluster down` first): its components write there."""
@@ -306,7 +157,7 @@ def delete(name: str) -> int:
             raise HarnessError(
                 f"no cluster {name!r} in {clusters_root()}; `dra-harness cluster list` shows them"
             )
-        size, _ = _usage(directory)
+        size, _ = disk_usage(directory)
         shutil.rmtree(directory)  # state_dir() proved it is ours and under the cache
     (clusters_root() / f"{name}.lock").unlink(missing_ok=True)
     return size

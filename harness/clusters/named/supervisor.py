@@ -32,7 +32,8 @@ from harness.clusters.host.identity import ProcessIdentity
 from harness.clusters.host.processes import ManagedProcess, exit_code, install_signal_teardown
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.local.components import BY_NAME
-from harness.clusters.named.lifecycle import ACKNOWLEDGE, ClusterRecord, write_record
+from harness.clusters.named.lifecycle import ACKNOWLEDGE
+from harness.clusters.named.records import ClusterRecord, write_record
 from harness.clusters.named.upgrade import UPGRADE, carry_out, phase_after, take_request
 from harness.clusters.realnodes.pools import cluster_up_pool
 from harness.core.errors import HarnessError

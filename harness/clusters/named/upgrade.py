@@ -33,7 +33,7 @@ from harness.clusters.local.upgrade import (
     stored_refusal,
     upgrade,
 )
-from harness.clusters.named.lifecycle import LOG, ClusterRecord, locked, running, state_dir, validate_name
+from harness.clusters.named.records import LOG, ClusterRecord, locked, running, state_dir, validate_name
 from harness.controlplane.build import controlplane_built
 from harness.core.errors import HarnessError, WaitTimeout
 from harness.core.versions import load_matrix
