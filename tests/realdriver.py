@@ -3,11 +3,15 @@ driver's plugin), as the one line its skip names, or None when all is there."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from harness.clusters.host.state import missing_requirement
 from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.controlplane.nodeparts import containerd_built, kubelet_built
 from harness.core.drivers import driver_ref
-from harness.core.versions import load_matrix
+from harness.core.versions import REPO_ROOT, load_matrix
 
 
 def real_driver_missing(ref: str) -> str | None:
@@ -22,3 +26,13 @@ def real_driver_missing(ref: str) -> str | None:
     if driver_built(spec, version) is None:
         return not_built_line(spec, version)
     return None
+
+
+def run_qualify(
+    kubeconfig: Path, driver: str, image: str, out: Path, suites: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    """`dra-harness qualify` of `driver` (NAME@VERSION) with its node side's container image."""
+    argv = [sys.executable, "-m", "harness.cli.main", "qualify", f"--kubeconfig={kubeconfig}"]
+    argv += [f"--driver-spec={driver}", f"--container-image={image}", f"--out={out}"]
+    argv += [f"--suite={s}" for s in suites]
+    return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1500, check=False)

@@ -14,7 +14,6 @@ import re
 import shlex
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,6 @@ from harness.clusters.realnodes.nvidiaroot import make_root, nvml_calls
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.drivers import driver_ref
 from harness.core.errors import HarnessError
-from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.checks.detectors import Severity, detect_double_stack
@@ -45,7 +43,7 @@ from harness.kit.pods import wait_phase
 from tests.fake_driver.slicediff import Difference, matches, slice_differences
 from tests.fake_driver.slicediff import Path as DiffPath
 from tests.fake_driver.test_fd_real_fidelity import published
-from tests.realdriver import real_driver_missing
+from tests.realdriver import real_driver_missing, run_qualify
 
 pytestmark = [pytest.mark.real_node]
 
@@ -224,10 +222,7 @@ def _rendered(nvidia: NvidiaCluster, pool: RealPoolSpec) -> list[dict[str, Any]]
 
 
 def _qualify(env: NvidiaCluster, out: Path, *suites: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "harness.cli.main", "qualify", f"--kubeconfig={env.cluster.kubeconfig}"]
-    argv += [f"--driver-spec={DRIVER}", f"--container-image={env.image}", f"--out={out}"]
-    argv += [f"--suite={s}" for s in suites]
-    return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1500, check=False)
+    return run_qualify(env.cluster.kubeconfig, DRIVER, env.image, out, suites)
 
 
 def test_qualify_the_real_nvidia_driver(nvidia: NvidiaCluster, tmp_path: Path) -> None:

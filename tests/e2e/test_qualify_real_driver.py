@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.drivers import driver_ref
-from harness.core.versions import REPO_ROOT, load_matrix
+from harness.core.versions import load_matrix
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
@@ -28,7 +27,7 @@ from harness.kit.kube import Kube
 from harness.kit.nodepods import container_output, view_container
 from harness.kit.pods import wait_phase
 from tests.e2e.test_report_renders import render_to_artifacts
-from tests.realdriver import real_driver_missing
+from tests.realdriver import real_driver_missing, run_qualify
 
 DRIVER = load_matrix().test_drivers[0] if load_matrix().test_drivers else "example@v0.4.0"
 POOL = RealPoolSpec("ex", count=2, gpus=4, driver=DRIVER)
@@ -66,10 +65,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverClus
 
 
 def _qualify(env: RealDriverCluster, out: Path, *suites: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "harness.cli.main", "qualify", f"--kubeconfig={env.cluster.kubeconfig}"]
-    argv += [f"--driver-spec={DRIVER}", f"--container-image={env.image}", f"--out={out}"]
-    argv += [f"--suite={s}" for s in suites]
-    return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1500, check=False)
+    return run_qualify(env.cluster.kubeconfig, DRIVER, env.image, out, suites)
 
 
 def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tmp_path: Path) -> None:
