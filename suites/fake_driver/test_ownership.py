@@ -7,9 +7,12 @@ were; an install over them is refused with one line and changes nothing."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -27,6 +30,7 @@ from harness.kit import kinds
 from harness.kit.kinds import RESOURCE_V1 as API
 from harness.kit.kube import Kube, Obj
 from harness.kit.objects import Created
+from harness.kit.waits import TIMEOUTS, wait_for
 from harness.qualify.standin import STANDIN_LABEL
 
 pytestmark = [pytest.mark.fake_driver_only("installs the fake driver over a real driver's objects")]
@@ -203,5 +207,50 @@ def test_the_standin_labels_what_it_makes_with_the_run_and_removes_only_that(
         "",
         f"stand-in driver {ACME}: removed 5 objects\n",
     )
+    assert [s for s in r.kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == ACME] == []
+    assert r.state() == r.before
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    proc.kill()
+    proc.communicate(timeout=30)
+
+
+@pytest.mark.serial
+def test_an_interrupted_standin_up_leaves_only_its_own_objects_and_down_removes_them(
+    real_driver: RealDriver, objects: Created
+) -> None:
+    r = real_driver
+    argv = ["up", "--kubeconfig", r.kubeconfig, "--driver-name", ACME, "--pool", "i:100:2"]
+    env = {k: v for k, v in os.environ.items() if k != RUN_ENV}
+    up = subprocess.Popen(
+        [sys.executable, "-m", "harness.qualify.standin", *argv],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    objects.defer(
+        "stand-in down", lambda: _standin("down", "--kubeconfig", r.kubeconfig, "--driver-name", ACME)
+    )
+    objects.defer("stand-in up gone", partial(_reap, up))
+    wait_for(
+        lambda: r.kube.list(*kinds.NODE, label_selector=f"{STANDIN_LABEL}={ACME}"),
+        timeout=TIMEOUTS.api_object,
+        describe="the stand-in's first node of 100",
+    )
+    up.send_signal(signal.SIGINT)  # mid-way: 100 kwok nodes Ready, then 100 slices, take seconds
+    out, err = up.communicate(timeout=60)
+    assert (up.returncode, err, out) == (128 + signal.SIGINT, "dra-harness: interrupted\n", "")
+    left = r.kube.list(*kinds.NODE, label_selector=f"{STANDIN_LABEL}={ACME}")
+    assert left != []
+    assert all(n["metadata"]["labels"][OWNER_LABEL] == OWNER_VALUE for n in left)
+
+    down = _standin("down", "--kubeconfig", r.kubeconfig, "--driver-name", ACME)
+
+    assert (down.returncode, down.stderr) == (0, "")
+    assert re.fullmatch(rf"stand-in driver {re.escape(ACME)}: removed \d+ objects\n", down.stdout)
+    assert r.kube.list(*kinds.NODE, label_selector=f"{STANDIN_LABEL}={ACME}") == []
     assert [s for s in r.kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == ACME] == []
     assert r.state() == r.before
