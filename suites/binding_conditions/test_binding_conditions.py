@@ -5,7 +5,7 @@ status.devices, and reschedules when a bindingFailureCondition turns True.
 Source: pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go PreBind,
 isClaimReadyForBinding @ v1.34.4 and v1.37.2 (the same event text in both). Upstream
 counterpart: kubernetes test/e2e/dra binding-conditions cases. Here the test plays the driver's
-controller (harness.kit.devicestatus)."""
+controller (harness.kit.drastate)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 from fixtures.nodes import MakePool
 from harness.clusters.nodes import POOL_LABEL
 from harness.kit import kinds
-from harness.kit.devicestatus import condition, set_conditions
-from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.drastate import allocated_devices, claims_of, condition, set_conditions
 from harness.kit.kube import Kube, Obj
 from harness.kit.objects import Created
 from harness.kit.pods import wait_phase

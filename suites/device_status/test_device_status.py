@@ -15,8 +15,7 @@ from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.core.expectations import unallocated_device_status_value
 from harness.kit import builders as b
-from harness.kit.devicestatus import condition, device_status, write_device_status
-from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.drastate import allocated_devices, claims_of, condition, device_status, write_device_status
 from harness.kit.kube import ApiException, Kube
 from harness.kit.pods import create_claim_pod, wait_phase
 
