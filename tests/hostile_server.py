@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,7 +40,8 @@ class _Hostile(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         prefix = self.path.lstrip("/").split("/")[0]
-        if prefix == "drip":
+        self.server.first_contact.setdefault(prefix, time.monotonic())
+        if prefix.startswith("drip"):  # drip-<anything>: a drip whose first contact is its own
             self._drip()
         elif prefix == "frozen":
             self.server.stopping.wait()
@@ -79,6 +81,7 @@ class HostileServer(ThreadingHTTPServer):
 
     def __init__(self) -> None:
         self.stopping = threading.Event()
+        self.first_contact: dict[str, float] = {}  # by URL prefix: when its first request came
         super().__init__(("127.0.0.1", 0), _Hostile)
 
     def url(self, prefix: str) -> str:

@@ -9,6 +9,7 @@ import socket
 import socketserver
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ class _Silent(socketserver.BaseRequestHandler):
     server: SilentServer
 
     def handle(self) -> None:
+        self.server.first_contact = self.server.first_contact or time.monotonic()
         self.server.peers.append(self.client_address)
         self.server.accepted.append(self.request)
         sock: socket.socket = self.request
@@ -39,6 +41,9 @@ class SilentServer(socketserver.ThreadingTCPServer):
         self.tls = tls
         self.peers: list[tuple[str, int]] = []  # one per connection
         self.accepted: list[socket.socket] = []  # to close at teardown
+        # When the first client connected: a bound is measured from here, not from a start
+        # that a loaded machine can make slow (the interpreter, imports, collection).
+        self.first_contact: float | None = None
         super().__init__(("127.0.0.1", 0), _Silent)
 
     @property

@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,7 +51,8 @@ def test_a_drip_is_cut_off_at_the_clients_bound(server: HostileServer, tmp_path:
 def test_a_drip_ends_pytest_and_standin_with_one_line_within_30_s(
     server: HostileServer, entry: str, tmp_path: Path
 ) -> None:
-    kubeconfig = server.kubeconfig(tmp_path / "kc", "drip")
+    drip = f"drip-{entry}-{uuid.uuid4().hex[:8]}"  # its own first contact
+    kubeconfig = server.kubeconfig(tmp_path / "kc", drip)
     argv = {
         "pytest": [
             "-m",
@@ -71,19 +73,19 @@ def test_a_drip_ends_pytest_and_standin_with_one_line_within_30_s(
             "gpu.acme.example",
         ],
     }[entry]
-    start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, *argv], cwd=REPO_ROOT, capture_output=True, text=True, timeout=2 * LIMIT, check=False
+        [sys.executable, *argv], cwd=REPO_ROOT, capture_output=True, text=True, timeout=4 * LIMIT, check=False
     )
-    took = time.monotonic() - start
-    line = f"the API server {server.url('drip')} did not answer within {TIMEOUTS.api_request:g} s"
+    # From the first request, not from the start: a loaded machine's imports are not the bound.
+    took = time.monotonic() - server.first_contact[drip]
+    line = f"the API server {server.url(drip)} did not answer within {TIMEOUTS.api_request:g} s"
     if entry == "pytest":  # pytest.exit from the session fixture: on stdout, between '!' rules
         assert (done.returncode, done.stderr) == (3, "")
-        named = [x.strip("! ") for x in done.stdout.splitlines() if server.url("drip") in x]
+        named = [x.strip("! ") for x in done.stdout.splitlines() if server.url(drip) in x]
         assert named == [f"_pytest.outcomes.Exit: cluster: {line}"], done.stdout
     else:
         assert (done.returncode, done.stdout, done.stderr) == (1, "", f"dra-harness: {line}\n")
-    assert TIMEOUTS.api_request <= took < LIMIT, f"{entry} took {took:.1f} s"
+    assert TIMEOUTS.api_request - 1 <= took < LIMIT, f"{entry} took {took:.1f} s after its first request"
 
 
 # ---- key material -------------------------------------------------------------------------
