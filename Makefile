@@ -85,7 +85,9 @@ TEST_WORKERS ?= 4
 test: venv
 	@.ci/phase lint $(MAKE) --no-print-directory lint
 	@.ci/phase parts $(MAKE) --no-print-directory parts
-	@.ci/phase pytest $(BIN)/pytest tests suites -n $(TEST_WORKERS) $(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
+	@# own_target tests need a part only their own target builds (make test-chart, test-nvidia)
+	@.ci/phase pytest $(BIN)/pytest tests suites -n $(TEST_WORKERS) -m 'not own_target' \
+		$(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
 # The checks of every minor `make test` leaves to this target (a control plane of each: ~5 cold
 # minutes a minor; 1.38's ~18 with its Go toolchain): the deploy manifests on each minor's API

@@ -20,6 +20,8 @@ from harness.chart import generate
 from harness.chart.helm import run_helm
 from tests.helmtool import built_helm
 
+NEEDS_HELM = pytest.mark.own_target("test-chart")  # make test leaves these out: helm is built by test-chart
+
 CHART = str(generate.CHART)
 
 
@@ -59,10 +61,12 @@ def test_the_chart_files_generated_from_fake_driver_equal_the_tree() -> None:
     assert generate.stale_chart_files() == [], "run `dra-harness chart generate`"
 
 
+@NEEDS_HELM
 def test_deploy_manifests_equal_the_chart_rendered_with_their_values(helm: Path) -> None:
     assert generate.stale_manifests(helm) == [], "run `dra-harness chart generate`"
 
 
+@NEEDS_HELM
 def test_helm_lint_is_clean(helm: Path) -> None:
     done = run_helm(["lint", CHART, "--strict", "--namespace", "gpu-fleet"], helm=helm)
 
@@ -73,6 +77,7 @@ def test_helm_lint_is_clean(helm: Path) -> None:
 
 
 @pytest.mark.parametrize("personality", list(PERSONALITIES))
+@NEEDS_HELM
 def test_template_gives_the_personality_classes_and_a_fleet_the_driver_loads(
     helm: Path, personality: str, tmp_path: Path
 ) -> None:
@@ -109,6 +114,7 @@ def test_template_gives_the_personality_classes_and_a_fleet_the_driver_loads(
     )
 
 
+@NEEDS_HELM
 def test_extended_resource_name_goes_on_the_gpu_class_only(helm: Path) -> None:
     docs = template(helm, "--set", "deviceClass.extendedResourceName=nvidia.com/gpu")
 
@@ -121,6 +127,7 @@ def test_extended_resource_name_goes_on_the_gpu_class_only(helm: Path) -> None:
     assert len(bridged) == 5
 
 
+@NEEDS_HELM
 def test_toggles_and_namespace_override(helm: Path) -> None:
     docs = template(
         helm,
@@ -133,6 +140,7 @@ def test_toggles_and_namespace_override(helm: Path) -> None:
     assert [(d["kind"], d["metadata"]["namespace"]) for d in docs] == [("ConfigMap", "elsewhere")]
 
 
+@NEEDS_HELM
 def test_the_default_namespace_is_refused(helm: Path) -> None:
     assert failed(helm, namespace="default") == (
         "refusing to install into the default namespace: use --namespace (or namespaceOverride), "
@@ -141,6 +149,7 @@ def test_the_default_namespace_is_refused(helm: Path) -> None:
     assert template(helm, "--set", "allowDefaultNamespace=true", namespace="default")
 
 
+@NEEDS_HELM
 def test_a_mig_layout_on_a_gpu_without_mig_is_refused(helm: Path, tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     pool = {
@@ -160,6 +169,7 @@ def test_a_mig_layout_on_a_gpu_without_mig_is_refused(helm: Path, tmp_path: Path
     )
 
 
+@NEEDS_HELM
 def test_a_mig_profile_another_gpu_has_is_refused(helm: Path, tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     pool = {
@@ -179,6 +189,7 @@ def test_a_mig_profile_another_gpu_has_is_refused(helm: Path, tmp_path: Path) ->
     )
 
 
+@NEEDS_HELM
 def test_a_driver_name_the_personality_does_not_publish_is_refused(helm: Path) -> None:
     line = failed(helm, "--set", "driverName=gpu.acme.example")
 
@@ -188,6 +199,7 @@ def test_a_driver_name_the_personality_does_not_publish_is_refused(helm: Path) -
     )
 
 
+@NEEDS_HELM
 def test_an_unknown_personality_is_refused_by_the_schema(helm: Path) -> None:
     lines = refusal(helm, "--set", "personality=nvidia-v99")
 
@@ -200,6 +212,7 @@ def test_an_unknown_personality_is_refused_by_the_schema(helm: Path) -> None:
     ]
 
 
+@NEEDS_HELM
 def test_a_pool_field_the_fleet_format_does_not_have_is_refused_by_the_schema(
     helm: Path, tmp_path: Path
 ) -> None:

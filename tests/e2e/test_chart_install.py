@@ -33,6 +33,8 @@ from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.helmtool import built_helm
 
+pytestmark = [pytest.mark.own_target("test-chart")]
+
 RELEASE, NAMESPACE = "fake-gpu", "fake-gpu"
 FAILED = re.compile(
     r"Error: INSTALLATION FAILED: execution error at "

@@ -45,7 +45,7 @@ from tests.fake_driver.slicediff import Path as DiffPath
 from tests.fake_driver.test_fd_real_fidelity import published
 from tests.realdriver import real_driver_missing, run_qualify
 
-pytestmark = [pytest.mark.real_node]
+pytestmark = [pytest.mark.own_target("test-nvidia"), pytest.mark.real_node]
 
 DRIVER = "nvidia@v0.4.1"
 PERSONALITY = "nvidia-v0.4"
