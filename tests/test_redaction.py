@@ -79,6 +79,17 @@ REDACTED = [
     ("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG", "aws_secret_access_key=<redacted>"),
     ("AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG", "AWS_SECRET_ACCESS_KEY: <redacted>"),
     ("aws_session_token = FwoGZXIvYXdzEB", "aws_session_token = <redacted>"),
+    # An assertion on os.environ prints the environment as a dict.
+    (
+        "environ({'HOME': '/root', 'GITHUB_TOKEN': 'ghp_x', 'DB_PASSWORD': 'hunter2', "
+        "'OPENAI_API_KEY': 'sk-1'})",
+        "environ({'HOME': '/root', 'GITHUB_TOKEN': '<redacted>', 'DB_PASSWORD': '<redacted>', "
+        "'OPENAI_API_KEY': '<redacted>'})",
+    ),
+    ("NPM_TOKEN=npm_abc123 make", "NPM_TOKEN=<redacted> make"),
+    ("pushed with ghp_abcdefghijklmnopqrstuvwxyz0123456789 today", "pushed with <redacted> today"),
+    ("url https://x:github_pat_11ABCDEFG0123456789_abcdefghij@h", "url https://x:<redacted>@h"),
+    ("glpat-abcdefghij0123456789 and xoxb-1234567890-abcdef", "<redacted> and <redacted>"),
 ]
 
 HARMLESS = [
@@ -100,6 +111,9 @@ HARMLESS = [
     "eyJhbGciOi alone is no token",
     "auth: {mode: webhook}",
     "authentication: webhook",
+    "automountServiceAccountToken: false",
+    "secretName: gpu-driver-config",
+    "DRA_HARNESS_KEEP_TOKENS: 1",
 ]
 
 

@@ -6,7 +6,10 @@
 - the values of credential fields (token, password, secret, client-key-data,
   client-certificate-data, .dockerconfigjson, aws_secret_access_key, ...) written `k: v`,
   `k=v`, `"k": "v"` or `'k': 'v'`, and of the flags `--token X`, `--password X`;
-- a bare JWT (a ServiceAccount token: header.payload.signature, each base64url of JSON).
+- a bare JWT (a ServiceAccount token: header.payload.signature, each base64url of JSON);
+- tokens known by their prefix (GitHub's ghp_ and github_pat_, GitLab's glpat-, Slack's xox?-),
+  and the values of environment-style names ending in one of those fields (GITHUB_TOKEN,
+  DB_PASSWORD, OPENAI_API_KEY), as a failed assertion on os.environ prints them.
 
 `redact_obj` does the same to every string inside JSON-like data and dataclasses;
 `redact_file` and `redact_tree` rewrite files already written (JSON and XML are parsed, so
@@ -45,11 +48,18 @@ _AUTHORIZATION = re.compile(
 # Prose ("a bearer token") is not a credential.
 _PROSE = r"(?:tokens?|auth|authentication|credentials?|scheme|header)\b"
 _BEARER = re.compile(rf"(?i)\b(bearer)([ \t]+)(?!{_PROSE})[A-Za-z0-9\-._~+/]+=*")
-# Whole key names only (no match inside `automountServiceAccountToken` or `tokens:`).
+# Whole key names only (no match inside `automountServiceAccountToken` or `tokens:`), with any
+# `WORD_` or `word-` prefix (environment names: GITHUB_TOKEN, DB_PASSWORD, OPENAI_API_KEY).
 _KEYS = (
+    r"(?:[A-Za-z0-9]{1,40}[-_]){0,8}"  # bounded: linear on a hostile "a-a-a-..." line
     r"(?:(?:access|refresh|id|auth|bearer)[-_]?token|token|client[-_]?secret|secret|password|passwd"
     r"|client-key-data|client-certificate-data|dockerconfigjson|dockercfg|auth"
-    r"|aws[-_]secret[-_]access[-_]key|aws[-_]session[-_]token)"
+    r"|api[-_]?key|private[-_]?key|secret[-_]access[-_]key|session[-_]token)"
+)
+# Tokens that say what they are by their prefix, wherever they stand: GitHub (ghp_, gho_, ghu_,
+# ghs_, ghr_, github_pat_), GitLab (glpat-), Slack (xox?-).
+_PREFIXED = re.compile(
+    r"(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w-]{20,}|xox[abprs]-[\w-]{10,})"
 )
 # `--token X` (the `=` form is a field above); the value is not the next flag.
 _FLAG = re.compile(r"(?i)(?<![\w-])(--(?:token|password|client-secret)[ \t]+)(?!-)[^\s\"',;&)}\]]+")
@@ -88,6 +98,7 @@ def redact(text: str) -> str:
     text = _BEARER.sub(rf"\1\2{REDACTED}", text)
     text = _FLAG.sub(rf"\1{REDACTED}", text)
     text = _JWT.sub(REDACTED, text)
+    text = _PREFIXED.sub(REDACTED, text)
     return _FIELD.sub(_field, text)
 
 
