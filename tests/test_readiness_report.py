@@ -163,6 +163,18 @@ def test_tests_no_check_names_get_an_other_check_per_area(tmp_path: Path) -> Non
     ]
 
 
+def test_a_failed_test_outside_every_check_is_not_reported_as_nothing_to_attend(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    own = "::test_of_my_own"  # a test path outside suites/ (matrix --suite /elsewhere/test_x.py)
+    write_summary(d / "summary.json", summary("1.37", "p", rec(SMOKE), rec(own, "failed", "boom")))
+    out = tmp_path / "out"
+    write_report([d], out, bench=None)
+    md = (out / "readiness.md").read_text()
+    assert "No check failed, but 1 test(s) did that count toward no check" in md
+    assert "Nothing: every check that ran passed" not in md
+    assert "No check failed, but 1 test(s)" in (out / "readiness.html").read_text()
+
+
 def test_render_writes_html_markdown_and_json_with_the_same_statuses(tmp_path: Path) -> None:
     bench = tmp_path / "scale.json"
     bench.write_text(json.dumps(BENCH))
