@@ -206,11 +206,14 @@ def test_one_container_with_three_explicit_resources_gets_one_request_each(
     pod = wait_phase(kube, namespace, "three", "Running")
 
     [claim] = claims_of(kube, namespace, "three")
-    assert [
+    # Sorted: 1.34.4 lists the requests in map order (request-1 first, seen here), later
+    # minors by resource name; the pairing of request, class and name is what holds.
+    assert sorted(
         (r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"])
         for r in claim["spec"]["devices"]["requests"]
-    ] == [(f"container-0-request-{i}", f"{namespace}-r{i}", 1) for i in range(3)]
-    assert pod["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
+    ) == [(f"container-0-request-{i}", f"{namespace}-r{i}", 1) for i in range(3)]
+    mappings = pod["status"]["extendedResourceClaimStatus"]["requestMappings"]
+    assert sorted(mappings, key=lambda m: m["requestName"]) == [
         {"containerName": "main", "resourceName": name, "requestName": f"container-0-request-{i}"}
         for i, name in enumerate(names)
     ]
