@@ -359,22 +359,6 @@ def dynamic_resource_allocation_gate(version: Version) -> bool:
     return version < (1, 38)
 
 
-def resource_v1beta1_served(version: Version) -> bool:
-    """Can the API server serve resource.k8s.io/v1beta1 (with runtime-config; off by default
-    since 1.34)?
-
-    1.34.4-1.37.2: yes, deprecated in 1.35 (k8s.io/api resource/v1beta1/
-    zz_generated.prerelease-lifecycle.go @ v0.37.2: APILifecycleRemoved 1, 38).
-    1.38.0-beta.0: no. The same file @ v0.38.0-beta.0 lines 38-40 (DeviceClass; every kind
-    alike) says removed in 1.38, and k8s.io/apiserver pkg/server/deleted_kinds.go
-    ShouldServeForVersion (line 150 @ v0.38.0-beta.0) stops serving a kind in its removal
-    release (a beta build included; only an alpha build, line 164, or the environment variable
-    KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE, line 167, keep it), so no runtime-config
-    brings it back; the dra-all profile of 1.38 does not ask for it (versions.toml).
-    """
-    return version < (1, 38)
-
-
 def gang_unschedulable_message(minor: str) -> str:
     """The PodGroup condition message when a gang of 5 pods fits 4 (every pod evaluated, none to
     preempt), on the minors that write one (1.36+).

@@ -1,6 +1,7 @@
 """Upstream facts an upgrade changes that are not API storage (harness.clusters.local.upgrade has
 those): metrics renamed between minors, and API versions a release stops serving, each with
-its source. Read by the upgrade report and by `dra-harness scan --target`."""
+its source, and whether a minor can still serve resource.k8s.io/v1beta1. Read by the upgrade
+report, by `dra-harness scan --target` and the API-version suites."""
 
 from __future__ import annotations
 
@@ -94,3 +95,19 @@ def removals_ahead(current: str, target: str) -> list[ApiRemoval]:
     is still served on `current` and deprecated by `target` (removed by then, or later)."""
     now, then = minor_number(current), minor_number(target)
     return [r for r in API_REMOVALS if now < minor_number(r.removed) and minor_number(r.deprecated) <= then]
+
+
+def resource_v1beta1_served(version: tuple[int, int]) -> bool:
+    """Can the API server serve resource.k8s.io/v1beta1 (with runtime-config; off by default
+    since 1.34)?
+
+    1.34.4-1.37.2: yes, deprecated in 1.35 (k8s.io/api resource/v1beta1/
+    zz_generated.prerelease-lifecycle.go @ v0.37.2: APILifecycleRemoved 1, 38).
+    1.38.0-beta.0: no. The same file @ v0.38.0-beta.0 lines 38-40 (DeviceClass; every kind
+    alike) says removed in 1.38, and k8s.io/apiserver pkg/server/deleted_kinds.go
+    ShouldServeForVersion (line 150 @ v0.38.0-beta.0) stops serving a kind in its removal
+    release (a beta build included; only an alpha build, line 164, or the environment variable
+    KUBE_APISERVER_SERVE_REMOVED_APIS_FOR_ONE_RELEASE, line 167, keep it), so no runtime-config
+    brings it back; the dra-all profile of 1.38 does not ask for it (versions.toml).
+    """
+    return version < (1, 38)

@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.requirements import api_unserved, provider_unmet, skip
 from harness.clusters.base import Cell
-from harness.core.expectations import resource_v1beta1_served
+from harness.core.upgrade_facts import resource_v1beta1_served
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
 from harness.kit import kinds
