@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import textwrap
-import threading
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -33,6 +31,7 @@ from fake_driver.personalities import DEFAULT_XID, HEALTH_EVENTS, PERSONALITIES,
 from fake_driver.profiles import PROFILES, get_profile
 from fake_driver.publisher import Publisher
 from fake_driver.slices import render_node
+from fake_driver.stopsignal import StopSignal
 
 PROG = "fake_driver"
 
@@ -231,9 +230,7 @@ def _publish(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{r.node}\t{r.action}\tgeneration={r.generation}\tslices={r.slices}\n")
     if not args.watch:
         return 0
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = StopSignal().install()
     while not stop.wait(args.interval):
         for r in pub.sync().results:
             if r.action not in ("unchanged", "crashed"):

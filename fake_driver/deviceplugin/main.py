@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from fake_driver.fleet import load_fleet
 from fake_driver.kube import as_rest
 from fake_driver.kubeletplugin.main import POOL_LABEL, api_client, check_dir, check_sockets, resolve_node
 from fake_driver.legacy import LEGACY_RESOURCE
+from fake_driver.stopsignal import StopSignal
 
 PROG = "fake_driver.deviceplugin"
 
@@ -69,9 +68,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         node_obj = as_rest(api_client(args.kubeconfig)).get(f"/api/v1/nodes/{args.node_name}") or {}
         label_pool = (node_obj.get("metadata", {}).get("labels") or {}).get(POOL_LABEL)
     node = resolve_node(fleet, args.node_name, label_pool, args.pool)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = StopSignal().install()
     kubelet = args.plugin_dir / KUBELET_SOCKET
     registered: tuple[int, int] | None = None
     with DevicePluginServer(node, plugin_dir=args.plugin_dir) as server:

@@ -26,6 +26,7 @@ from fake_driver.errors import FakeDriverError
 from fake_driver.fleet import NodeSpec
 from fake_driver.legacy import LEGACY_RESOURCE
 from fake_driver.slices import PhysicalGpu, physical_gpus
+from fake_driver.stopsignal import STOP_BOUND_SECONDS
 
 API_VERSION = "v1beta1"
 DEFAULT_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
@@ -169,7 +170,7 @@ class DevicePluginServer:
             self._stopping = True
             self._changed.notify_all()
         if self._server is not None:
-            self._server.stop(grace).wait()
+            self._server.stop(grace).wait(grace + STOP_BOUND_SECONDS)
             self._server = None
         self.socket.unlink(missing_ok=True)
 

@@ -15,7 +15,6 @@ import argparse
 import dataclasses
 import os
 import re
-import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +42,7 @@ from fake_driver.kubeletplugin.server import (
     socket_paths,
 )
 from fake_driver.paths import socket_problem, unwritable
+from fake_driver.stopsignal import StopSignal
 
 PROG = "fake_driver.kubeletplugin"
 POOL_LABEL = "dra-harness.io/pool"
@@ -196,9 +196,7 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
             publisher = Publisher(api, Fleet((node.pool,)), minor)
             result = publisher.publish_node(node.name)
             print(f"{node.name}\t{result.action}\tgeneration={result.generation}\tslices={result.slices}")
-        stop = stop or threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+        stopping = StopSignal(stop).install()
         with PluginServer(
             plugin,
             registry_dir=args.registry_dir,
@@ -207,11 +205,11 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
             instance=instance,
         ) as server:
             print(f"serving {server.dra_socket} (registration {server.registration_socket})", flush=True)
-            keep_published(publisher, node.name, stop, args.republish_interval)
+            keep_published(publisher, node.name, stopping, args.republish_interval)
     return 0
 
 
-def keep_published(publisher: Any, node: str, stop: threading.Event, interval: float) -> None:
+def keep_published(publisher: Any, node: str, stop: StopSignal, interval: float) -> None:
     """Until `stop`, publish the node's slices again every `interval` seconds if they changed or
     went away, as the kubeletplugin library's ResourceSlice controller does: a kubelet wipes
     its node's slices when it starts (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go), so a

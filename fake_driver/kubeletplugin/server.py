@@ -46,6 +46,7 @@ from fake_driver._generated import (
 from fake_driver.errors import FakeDriverError, InUseError
 from fake_driver.kubeletplugin.plugin import ClaimRef, ClaimResult, InjectedGrpcError, KubeletPlugin
 from fake_driver.paths import socket_problem
+from fake_driver.stopsignal import STOP_BOUND_SECONDS
 
 DEFAULT_REGISTRY_DIR = Path("/var/lib/kubelet/plugins_registry")
 DEFAULT_PLUGINS_DIR = Path("/var/lib/kubelet/plugins")
@@ -264,7 +265,7 @@ class PluginServer:
     def stop(self, grace: float = 1.0) -> None:
         # Registration first: the kubelet must not pick up an endpoint that is going away.
         for server in reversed(self._servers):
-            server.stop(grace).wait()
+            server.stop(grace).wait(grace + STOP_BOUND_SECONDS)
         self._servers.clear()
         self.registration_socket.unlink(missing_ok=True)
         self.dra_socket.unlink(missing_ok=True)

@@ -32,6 +32,8 @@ from tests.realdriver import real_driver_missing, run_qualify
 DRIVER = load_matrix().test_drivers[0] if load_matrix().test_drivers else "example@v0.4.0"
 POOL = RealPoolSpec("ex", count=2, gpus=4, driver=DRIVER)
 NODE_SIDE_SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices")
+# Its own real-node cluster: scheduled in a real-node lane, so quiet-host tests wait for it.
+pytestmark = [pytest.mark.real_node]
 
 
 def _missing() -> str | None:
