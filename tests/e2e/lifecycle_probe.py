@@ -42,6 +42,13 @@ def finish(proc: subprocess.Popen[str], what: str) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
+def remove_cluster(name: str) -> None:
+    """A test's own named cluster gone with its directory: `cluster down` alone leaves a stopped
+    cluster in the user's cache (`cluster list`). Whatever state a failed test left it in."""
+    finish(cli("cluster", "down", "--name", name), "cluster down")
+    finish(cli("cluster", "delete", "--name", name), "cluster delete")
+
+
 def processes_of(directory: Path) -> list[str]:
     """Every live process whose command line names the cluster's directory (the supervisor
     and each component: data dir, certificates, kubeconfigs)."""

@@ -17,7 +17,7 @@ from harness.clusters.named.supervisor import restart_delay
 from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
-from tests.e2e.lifecycle_probe import cli, finish, processes_of
+from tests.e2e.lifecycle_probe import cli, finish, processes_of, remove_cluster
 
 FLEET = """\
 personality: nvidia-v25.12
@@ -31,7 +31,7 @@ pools:
 def name() -> Iterator[str]:
     name = f"t{os.getpid()}-fleet"
     yield name
-    finish(cli("cluster", "down", "--name", name), "cluster down")
+    remove_cluster(name)
 
 
 def _devices_per_node(kube: Kube) -> dict[str, int]:

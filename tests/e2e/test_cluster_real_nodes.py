@@ -21,7 +21,7 @@ from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
 from harness.kit.nodepods import container_env, device_env, env_pod
 from harness.upgrade.rehearsal import wait_running
-from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded_ports
+from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded_ports, remove_cluster
 
 pytestmark = [pytest.mark.every_minor, pytest.mark.real_node]
 
@@ -33,8 +33,7 @@ NODES = ["real-0", "real-1"]  # the supervisor's pool: RealPoolSpec("real", coun
 def name() -> Iterator[str]:
     name = f"t{os.getpid()}-real"
     yield name
-    finish(cli("cluster", "down", "--name", name), "cluster down")
-    finish(cli("cluster", "delete", "--name", name), "cluster delete")  # its directory too
+    remove_cluster(name)
 
 
 def test_1_38_with_two_real_1_37_nodes_runs_claim_and_bridged_pods_on_them(name: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 from collections.abc import Iterator
 
@@ -24,7 +23,7 @@ from harness.kit.gang import gang_api, gang_objects
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 from harness.upgrade.rehearsal import pod_allocations, wait_running
-from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded_ports
+from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded_ports, remove_cluster
 
 NS = "upgrade"
 STEP = re.compile(
@@ -44,9 +43,7 @@ def name(request: pytest.FixtureRequest) -> Iterator[str]:
         )
     cluster = f"t{os.getpid()}-{request.node.name[5:17].replace('_', '-')}".strip("-")
     yield cluster
-    finish(cli("cluster", "down", "--name", cluster), "cluster down")
-    shutil.rmtree(records.state_dir(cluster), ignore_errors=True)
-    (records.clusters_root() / f"{cluster}.lock").unlink(missing_ok=True)
+    remove_cluster(cluster)
 
 
 def _up(name: str, minor: str, *extra: str) -> Kube:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.named import records
-from tests.e2e.lifecycle_probe import cli, finish
+from tests.e2e.lifecycle_probe import cli, finish, remove_cluster
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def names() -> Iterator[tuple[str, str]]:
     pair = (f"t{os.getpid()}-exported", f"t{os.getpid()}-replay")
     yield pair
     for name in pair:
-        finish(cli("cluster", "down", "--name", name), "cluster down")
+        remove_cluster(name)
 
 
 def _kubeconfig(name: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from harness.clusters.named import records
 from harness.core.versions import REPO_ROOT
-from tests.e2e.lifecycle_probe import cli, finish, processes_of
+from tests.e2e.lifecycle_probe import processes_of, remove_cluster
 
 BEGIN, END = "<!-- quickstart:begin -->", "<!-- quickstart:end -->"
 BOUND = 900.0  # `make cluster` on a warm cache takes ~30 s; the pods a few seconds
@@ -31,7 +31,7 @@ def quickstart_commands() -> str:
 def cluster_name() -> Iterator[str]:
     name = f"t{os.getpid()}-quickstart"
     yield name
-    finish(cli("cluster", "down", "--name", name), "cluster down")  # if the script stopped early
+    remove_cluster(name)  # also if the script stopped early
 
 
 def test_quickstart_commands_are_the_readme_block() -> None:
