@@ -280,3 +280,65 @@ def test_tests_of_the_docker_engine_share_the_quiet_host_unit() -> None:
 
     assert group_of(Item("docker_engine")) == QUIET  # type: ignore[arg-type]
     assert group_of(Item("other")) is None  # type: ignore[arg-type]
+
+
+# Two ordinary tests and one whole-cluster test on two workers: each worker holds one ordinary
+# test as its last (xdist runs it only with more work or the shutdown), and whichever runs
+# first starts the cluster. Its owner's session waits at the end for the others to detach, as
+# fixtures.cluster's does, so sending the non-owner home and waiting for it to leave was a
+# deadlock (found with `pytest -n 2` on three such suite tests); now one worker takes them all.
+OWNER_WAITS = """
+
+@pytest.fixture(scope="session", autouse=True)
+def owner_waits_for_the_others(request):
+    yield
+    shared = shared_run(request.config)
+    if shared.owner:
+        shared.others_detached()
+"""
+
+TWO_AND_ONE = """
+import os
+from pathlib import Path
+
+import pytest
+
+from fixtures.shared import shared_run
+from harness.core.cells import Cell
+from harness.clusters.attached import AttachedCluster
+
+
+def start_or_attach(shared):
+    with shared.locked():
+        if shared.attached() is None:
+            shared.publish(AttachedCluster("local", Path("/nowhere"), Cell("1.37")))
+            Path(os.environ["SHARED_LOG"] + ".owner").write_text(shared.worker)
+
+
+@pytest.mark.parametrize("i", range(2))
+def test_ordinary(rec, request, i):
+    start_or_attach(shared_run(request.config))
+
+
+def test_restarts_a_component(rec, request, local_cluster):
+    shared = shared_run(request.config)
+    start_or_attach(shared)
+    assert shared.owner, "the whole-cluster test runs on the worker that owns the cluster"
+"""
+
+
+def test_with_every_test_held_the_whole_cluster_group_still_reaches_the_owner(
+    pytester: pytest.Pytester, log: Path
+) -> None:
+    pytester.makeconftest(CONFTEST + "\nfrom fixtures.shared import shared_run\n" + OWNER_WAITS)
+    pytester.makepyfile(TWO_AND_ONE)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:randomly", "-p", "no:pytest-kind", timeout=120
+    )
+    result.assert_outcomes(passed=3)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    (whole,) = [r for r in rows if r["test"] == "test_restarts_a_component"]
+    assert whole["worker"] == Path(f"{log}.owner").read_text()
+    ordinary = [r for r in rows if r["test"].startswith("test_ordinary")]
+    assert len(ordinary) == 2
+    assert whole["start"] > max(r["end"] for r in ordinary)  # last, alone
