@@ -199,6 +199,11 @@ def load_drivers(path: Path = VERSIONS_FILE) -> dict[str, DriverSpec]:
         raise VersionsError(f"cannot read {path}: {err}") from None
 
 
+def is_driver_ref(text: str) -> bool:
+    """A real driver's NAME@VERSION (where a matrix cell names a fake personality otherwise)."""
+    return "@" in text
+
+
 def driver_ref(ref: str) -> tuple[DriverSpec, str]:
     """`example@v0.4.0` (or `example`: its default version) -> its spec and version."""
     name, _, version = ref.partition("@")

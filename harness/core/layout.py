@@ -2,6 +2,7 @@
 and matrix.json: its declared schema, its one writer and its one reader.
 
     reports/out/<run-id>/                 run id: the UTC start, 20260101T120000Z
+                                          ($DRA_HARNESS_REPORTS/<run-id>/ when it is set)
         matrix.json                       (matrix) cells, exit codes, wall times
         cells/<cell-slug>/                (matrix) one directory per cell
         junit_<cell-slug>.xml allure-results/ summary.json     per cell (matrix)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +25,9 @@ from harness.core.errors import HarnessError
 from harness.core.redaction import redact_obj
 from harness.core.versions import REPO_ROOT
 
-REPORTS = REPO_ROOT / "reports" / "out"
+# $DRA_HARNESS_REPORTS moves every run's reports (CI: a workspace path; tests: a temporary one).
+REPORTS_ENV = "DRA_HARNESS_REPORTS"
+REPORTS = Path(os.environ.get(REPORTS_ENV) or REPO_ROOT / "reports" / "out").absolute()
 
 
 def new_run_id() -> str:

@@ -30,6 +30,7 @@ from harness.clusters.host.processes import exit_code as signal_exit_code
 from harness.clusters.host.processes import forward_stop, popen_child, stops_deferred
 from harness.clusters.host.rundirs import ENV, matrix_cell_run_dir
 from harness.core.cells import Cell
+from harness.core.drivers import is_driver_ref
 from harness.core.errors import HarnessError
 from harness.core.layout import (
     REPORTS,
@@ -51,6 +52,9 @@ ISOLATED = ("-p", "no:cacheprovider")  # cells in parallel share no pytest cache
 # The cells' progress lines (fixtures/progress.py) in their logs, read for the display.
 PROGRESS_EVERY = ("--progress-interval=10",)
 _PROGRESS = re.compile(rb"progress [^:\n]+: ([^\r\n]+)")
+# A real-driver cell's process (a command: it joins clusters and qualify, which this product
+# may not import): its own real-node cluster, then `qualify` with the cell's suites.
+REAL_DRIVER_CELL = "harness.cli.realcell"
 
 
 @dataclass
@@ -125,6 +129,15 @@ def _last_line(log: Path) -> str:
     return lines[-1].strip()[:200] if lines else ""
 
 
+def _cell_command(run: CellRun, paths: Sequence[str], extra: Sequence[str]) -> list[str]:
+    junit = junit_name(run.cell)
+    if is_driver_ref(run.cell.personality):  # its own real-node cluster, then qualify
+        argv = [sys.executable, "-m", REAL_DRIVER_CELL, f"--cell={run.cell.id}", f"--out={run.dir}"]
+        argv += [f"--junit={junit}", *(f"--suite={p}" for p in paths)]
+        return [*argv, "--", *ISOLATED, *PROGRESS_EVERY, *extra]
+    return pytest_command(run.cell, run.dir, paths, [*ISOLATED, *PROGRESS_EVERY, *extra], junit=junit)
+
+
 def _run_cell(
     run: CellRun,
     paths: Sequence[str],
@@ -146,9 +159,7 @@ def _run_cell(
     run.started = time.monotonic()
     with log.open("wb") as out:
         proc = popen_child(
-            pytest_command(
-                run.cell, run.dir, paths, [*ISOLATED, *PROGRESS_EVERY, *extra], junit=junit_name(run.cell)
-            ),
+            _cell_command(run, paths, extra),
             cwd=REPO_ROOT,
             env=env,
             stdout=out,
@@ -210,6 +221,22 @@ def ensure_builds(matrix: Matrix, cells: Sequence[Cell], progress: Callable[[str
         progress(f"control plane {minor.kubernetes}: {'checking cache' if cached else 'building'}")
         progress(f"control plane {minor.kubernetes}: {ensure_controlplane(minor, progress)}")
     ensure_kwok(matrix, progress)
+    real = [c for c in cells if is_driver_ref(c.personality)]
+    if real:
+        _ensure_real_driver_parts(matrix, real, progress)
+
+
+def _ensure_real_driver_parts(matrix: Matrix, cells: Sequence[Cell], progress: Callable[[str], None]) -> None:
+    """Real-driver cells' nodes: kubelet, containerd and images of their minors, the drivers."""
+    from harness.controlplane.driverparts import ensure_driver
+    from harness.controlplane.nodeparts import build_node_parts
+    from harness.core.drivers import driver_ref
+
+    for name in sorted({c.minor for c in cells}, reverse=True):
+        build_node_parts(matrix.minor(name), matrix, progress)
+    for ref in sorted({c.personality for c in cells}):
+        spec, version = driver_ref(ref)
+        progress(f"driver {ref}: {ensure_driver(spec, version, progress)}")
 
 
 @dataclass

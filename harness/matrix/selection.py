@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 
 from fake_driver.personalities import PERSONALITIES
 from harness.core.cells import Cell, MatrixError
+from harness.core.drivers import driver_ref, is_driver_ref, load_drivers
+from harness.core.errors import HarnessError
 from harness.core.versions import Matrix
 
 
@@ -26,11 +28,25 @@ def all_cells(matrix: Matrix, personalities: Iterable[str] = PERSONALITIES) -> l
     )
 
 
+def _real_driver_cells(matrix: Matrix) -> list[Cell]:
+    """Every runnable minor x real driver version (versions.toml [drivers]) x gate profile."""
+    drivers = load_drivers()
+    return [
+        Cell(m.name, f"{name}@{version}", prof)
+        for m in matrix.minors.values()
+        if not m.unavailable
+        for name, spec in drivers.items()
+        for version in spec.versions
+        for prof in m.profiles
+    ]
+
+
 def _valid_summary(matrix: Matrix, personalities: Sequence[str]) -> str:
     profiles = sorted({p for m in matrix.minors.values() for p in m.profiles})
     return (
         f"valid: <minor>/<personality>/<profile> with minor {'|'.join(matrix.minors)}, "
-        f"personality {'|'.join(personalities)}, profile {'|'.join(profiles)} (wildcards * allowed)"
+        f"personality {'|'.join(personalities)} or a real driver NAME@VERSION of versions.toml [drivers], "
+        f"profile {'|'.join(profiles)} (wildcards * allowed)"
     )
 
 
@@ -52,7 +68,9 @@ def cells_from(
         if pattern == "all":
             hits = valid
         elif any(ch in pattern for ch in "*?["):
-            hits = [c for c in valid if fnmatch.fnmatchcase(c.id, pattern)]
+            # Real drivers only where the pattern names one (example@*): `*` means personalities.
+            pool = _real_driver_cells(matrix) if "@" in pattern else valid
+            hits = [c for c in pool if fnmatch.fnmatchcase(c.id, pattern)]
             if not hits:
                 raise MatrixError(
                     f"cell pattern {pattern!r} matches no cell; {_valid_summary(matrix, names)}"
@@ -73,7 +91,12 @@ def _unknown_part(matrix: Matrix, personalities: Sequence[str], cell: Cell) -> s
         return f"no Kubernetes minor {cell.minor!r}"
     if minor.unavailable:
         return f"Kubernetes {cell.minor} is unavailable here ({minor.unavailable})"
-    if cell.personality not in personalities:
+    if is_driver_ref(cell.personality):
+        try:
+            driver_ref(cell.personality)
+        except HarnessError as err:
+            return str(err)
+    elif cell.personality not in personalities:
         return f"no driver personality {cell.personality!r}"
     if cell.profile not in minor.profiles:
         return f"no gate profile {cell.profile!r} for {cell.minor}"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.clusters.host.processes import run_child
 from harness.core.errors import HarnessError
-from harness.core.layout import new_run_id
+from harness.core.layout import REPORTS, new_run_id
 from harness.core.outputs import check_output
 from harness.core.versions import REPO_ROOT
 from harness.kit import kinds
@@ -39,7 +39,6 @@ DEFAULT_SUITES = (
     "suites/gang",
     "suites/node",
 )
-REPORTS = REPO_ROOT / "reports" / "out"
 STANDIN_RELEASE = "the harness's stand-in: its fake driver published under this name"
 
 
@@ -67,6 +66,7 @@ class QualifyRequest:
     out: Path | None = None
     view: ContainerViewArgs = ContainerViewArgs()
     release: str = ""  # what the driver is (--driver-spec's module and version), for the header
+    pytest_extra: tuple[str, ...] = ()  # a matrix cell's pytest arguments (harness.matrix.realcell)
 
     def command(self) -> str:
         """The exact command that reproduces this run."""
@@ -97,6 +97,7 @@ class QualifyRequest:
             f"--driver-release={release or self.release}",
             f"--junitxml={out / 'junit.xml'}",
             f"--summary-json={out / 'summary.json'}",
+            *self.pytest_extra,
         ]
 
 

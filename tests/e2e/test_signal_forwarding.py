@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from harness.clusters.host.rundirs import runs_root
+from harness.core.layout import REPORTS_ENV
 from harness.core.versions import REPO_ROOT, load_matrix
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.e2e.lifecycle_probe import processes_of
@@ -36,7 +37,8 @@ def _start(argv: list[str], probe: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "harness.cli.main", *argv],
         cwd=REPO_ROOT,
-        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(probe), **env},
+        # reports under the test's directory, not the repository's reports/out
+        env={**os.environ, "DRA_HARNESS_STOP_PROBE": str(probe), REPORTS_ENV: str(probe / "reports"), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -1,0 +1,99 @@
+"""A matrix cell whose driver is a real one: `NAME@VERSION` of versions.toml [drivers] where a
+cell names its personality (`1.37/example@v0.4.0/dra-all`). The cell is its own local cluster
+with REAL_NODES real nodes running the driver's kubelet plugin, then `qualify` of that driver
+with the cell's suites: the cell's directory gets what any cell's does (summary.json, its
+junit file) and the qualification (qualify.html). The matrix runs it as the cell's process:
+
+    python -m harness.cli.realcell --cell 1.37/example@v0.4.0/dra-all --out DIR \\
+        --junit junit_<slug>.xml [--suite PATH ...] [-- pytest args]
+
+Exit codes as a pytest cell's: 0 passed, 1 a capability failed, 3 the cell could not run.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from fake_driver.cliargs import OneLineParser, nonempty
+from harness.clusters.host.processes import one_line_errors
+from harness.clusters.host.rundirs import session_run_dir
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.pools import RealPoolSpec
+from harness.core.cells import Cell
+from harness.core.drivers import driver_ref, is_driver_ref
+from harness.core.errors import HarnessError
+
+# The matrix starts this module by name (harness.matrix.runner): products import no command.
+REAL_NODES = 2
+GPUS_PER_NODE = 4
+POOL = "real"
+PROG = "dra-harness matrix (real-driver cell)"
+# qualify's exit codes (harness.qualify.report) as a pytest cell's (harness.matrix.runner)
+_CELL_EXIT = {0: 0, 3: 1}
+COULD_NOT_RUN = 3
+
+
+def run_cell(cell: Cell, out: Path, junit: str, suites: tuple[str, ...], extra: tuple[str, ...]) -> int:
+    from harness.qualify.run import ContainerViewArgs, QualifyRequest, qualify
+
+    spec, version = driver_ref(cell.personality)
+    pool = RealPoolSpec(POOL, count=REAL_NODES, gpus=GPUS_PER_NODE, driver=cell.personality)
+    run_dir = session_run_dir(cell.minor, cell.profile, "realcell")
+    cluster = LocalCluster(cell.minor, cell.profile, run_dir=run_dir, real_pools=[pool])
+    try:
+        print(f"{cell.id}: Kubernetes {cluster.minor.kubernetes}, {REAL_NODES} real nodes", flush=True)
+        cluster.start()
+        assert cluster.real is not None  # real_pools given
+        image = next(iter(cluster.real.parts.values())).busybox_ref
+        view = spec.container_view
+        request = QualifyRequest(
+            cluster.kubeconfig,
+            spec.driver_name,
+            spec.driver_name,  # its chart's class is named after the driver (cli/qualify.py)
+            spec.extended_resource if spec.maps_extended_resource(version) else "nvidia.com/gpu",
+            suites=suites,
+            out=out,
+            view=ContainerViewArgs(shlex.join(view.command), view.pattern, image),
+            release=f"{spec.module} {version}",
+            pytest_extra=extra,
+        )
+        code = qualify(request)
+    finally:
+        cluster.stop()
+    if (out / "junit.xml").exists() and junit != "junit.xml":
+        shutil.copyfile(out / "junit.xml", out / junit)  # the name every cell's junit has
+    return _CELL_EXIT.get(code, COULD_NOT_RUN)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    split = args.index("--") if "--" in args else len(args)
+    parser = OneLineParser(prog=PROG)
+    parser.add_argument("--cell", required=True, type=nonempty)
+    parser.add_argument("--out", required=True, type=nonempty)
+    parser.add_argument("--junit", default="junit.xml", type=nonempty)
+    parser.add_argument("--suite", action="append", type=nonempty)
+    ns = parser.parse_args(args[:split])
+
+    ran: list[int] = []
+
+    def command() -> int:
+        cell = Cell.parse(ns.cell)
+        if not is_driver_ref(cell.personality):
+            raise HarnessError(f"cell {cell.id!r} names no real driver (NAME@VERSION)")
+        suites = tuple(ns.suite or ("suites",))
+        ran.append(run_cell(cell, Path(ns.out), ns.junit, suites, tuple(args[split + 1 :])))
+        return ran[0]
+
+    code = one_line_errors(command, PROG)
+    if ran:
+        return ran[0]
+    return COULD_NOT_RUN if code == 1 else code  # one line said why the cell did not run
+
+
+if __name__ == "__main__":
+    sys.exit(main())
