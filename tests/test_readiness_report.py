@@ -224,6 +224,16 @@ def test_render_writes_html_markdown_and_json_with_the_same_statuses(tmp_path: P
             "the driver gpu.example.com (sigs.k8s.io/dra-example-driver v0.4.0), on the nodes of the "
             "cluster the kubeconfig names",
         ),
+        (  # a matrix cell of a real driver (harness/cli/realcell.py)
+            {
+                "driver": "gpu.example.com",
+                "personality": "example@v0.3.0",
+                "nodes": "real",
+                "driver_release": "sigs.k8s.io/dra-example-driver v0.3.0",
+            },
+            "the driver gpu.example.com (sigs.k8s.io/dra-example-driver v0.3.0), on real kubelets of a "
+            "local control plane",
+        ),
         (
             {
                 "driver": "gpu.vendor.com",

@@ -286,7 +286,8 @@ def test_tests_of_the_docker_engine_share_the_quiet_host_unit() -> None:
 # test as its last (xdist runs it only with more work or the shutdown), and whichever runs
 # first starts the cluster. Its owner's session waits at the end for the others to detach, as
 # fixtures.cluster's does, so sending the non-owner home and waiting for it to leave was a
-# deadlock (found with `pytest -n 2` on three such suite tests); now one worker takes them all.
+# deadlock (found with `pytest -n 2` on three such suite tests): now the owner retires its
+# cluster when its session ends, and the worker with the group starts one of its own.
 OWNER_WAITS = """
 
 @pytest.fixture(scope="session", autouse=True)

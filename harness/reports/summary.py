@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.core.drivers import is_driver_ref
 from harness.core.errors import HarnessError
 from harness.core.redaction import redact, redact_obj
 from harness.core.requirements import Reason
@@ -126,7 +127,7 @@ def what_was_tested(cell: dict[str, str]) -> str:
     its release) on which kind of nodes."""
     driver, personality = cell.get("driver", "?"), cell.get("personality", "")
     release = cell.get("driver_release", "")
-    if personality and personality != "external":
+    if personality and personality != "external" and not is_driver_ref(personality):
         who = (
             f"the harness's fake driver imitating {personality} (driver name {driver}), not a vendor's driver"
         )

@@ -45,7 +45,7 @@ def test_a_real_driver_cell_runs_qualify_on_its_own_real_nodes(tmp_path: Path) -
     assert cell["totals"]["passed"] >= 3, cell["totals"]  # suites/node's tests that run on real nodes
     out = run_dir / "cells" / SLUG
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["cell"]["nodes"] == "existing"
+    assert (summary["cell"]["personality"], summary["cell"]["nodes"]) == (DRIVER, "real")
     assert summary["cell"]["driver"] == "gpu.example.com"
     assert summary["cell"]["driver_release"].endswith(DRIVER.split("@")[1])
     assert (out / f"junit_{SLUG}.xml").is_file()
