@@ -31,7 +31,7 @@ from harness.reports.summary import read_summary, write_summary
 
 # The matrix starts this module by name (harness.matrix.runner): products import no command.
 REAL_NODES = 2
-GPUS_PER_NODE = 4
+GPUS_PER_NODE = 8  # the suites' largest single-node request (8 GPUs) fits
 POOL = "real"
 PROG = "dra-harness matrix (real-driver cell)"
 # qualify's exit codes (harness.qualify.report) as a pytest cell's (harness.matrix.runner)
