@@ -256,6 +256,14 @@ def step(
             except UpgradeRefused as err:
                 result.refused_first = str(err)
             delete_gang(kube, workloads, ns, result.before)
+            # Deletion is not instant (the PodGroup outlived it into the step in CI): the step
+            # would refuse what is still stored.
+            wait_for(
+                partial(stored_in_dropped_versions, kube, result.before, to),
+                lambda stranded: not stranded,
+                timeout=TIMEOUTS.deletion,
+                describe=f"the gang's objects that {to} cannot read gone",
+            )
     result.removed_api_writers = [
         f"{w.removal.group_version} {w.resource}/{w.name} by {', '.join(w.managers)}"
         for w in crossed_removal_writers(kube, result.before, to)
