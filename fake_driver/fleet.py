@@ -40,6 +40,7 @@ from fake_driver.errors import FleetError, UnknownChoiceError
 from fake_driver.paths import not_a_regular_file
 from fake_driver.personalities import DEFAULT_PERSONALITY, PERSONALITIES, Personality, get_personality
 from fake_driver.profiles import GpuProfile, MigProfile, get_profile
+from fake_driver.rawpools import RawPool, parse_device_classes, parse_raw_pool
 
 MigMode = Literal["none", "static", "dynamic"]
 MIG_MODES: tuple[str, ...] = ("none", "static", "dynamic")
@@ -53,7 +54,7 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 DEFAULT_DRIVER_VERSION = "580.95.05"
 DEFAULT_CUDA_DRIVER_VERSION = "13.0"
 
-_FLEET_FIELDS = ("personality", "pools")
+_FLEET_FIELDS = ("personality", "pools", "raw_pools", "device_classes")
 _POOL_FIELDS = (
     "name",
     "nodes",
@@ -126,6 +127,13 @@ class NodeSpec:
 @dataclass(frozen=True)
 class Fleet:
     pools: tuple[FleetPool, ...]
+    # Slices replayed verbatim (fake_driver.rawpools): not in `nodes`, which are the personalities'.
+    raw_pools: tuple[RawPool, ...] = ()
+    device_classes: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def raw_node_names(self) -> tuple[str, ...]:
+        return tuple(n for p in self.raw_pools for n in p.node_names)
 
     @cached_property
     def nodes(self) -> tuple[NodeSpec, ...]:
@@ -187,20 +195,28 @@ def fleet_from_dict(data: Any, source: str = "<fleet>") -> Fleet:
         raise FleetError(f"{source}: expected a mapping with 'pools'")
     _check_fields(data, _FLEET_FIELDS, source, "fleet field")
     default_personality = str(data.get("personality", DEFAULT_PERSONALITY))
-    raw_pools = data.get("pools")
-    if not isinstance(raw_pools, Sequence) or isinstance(raw_pools, str) or not raw_pools:
+    listed = data.get("pools", [])
+    if not isinstance(listed, Sequence) or isinstance(listed, str):
+        raise FleetError(f"{source}: 'pools' must be a list")
+    pools = tuple(_pool(raw, i, default_personality, source) for i, raw in enumerate(listed))
+    raws = data.get("raw_pools", [])
+    if not isinstance(raws, Sequence) or isinstance(raws, str):
+        raise FleetError(f"{source}: 'raw_pools' must be a list")
+    raw_pools = tuple(parse_raw_pool(raw, i, source, _node_names) for i, raw in enumerate(raws))
+    if not pools and not raw_pools:
         raise FleetError(f"{source}: 'pools' must be a non-empty list")
-    pools = tuple(_pool(raw, i, default_personality, source) for i, raw in enumerate(raw_pools))
-    total = sum(len(p.node_names) for p in pools)
+    every: tuple[FleetPool | RawPool, ...] = (*pools, *raw_pools)
+    total = sum(len(p.node_names) for p in every)
     if total > MAX_NODES_PER_FLEET:
         raise FleetError(f"{source}: {total} nodes; a fleet has at most {MAX_NODES_PER_FLEET}")
     seen: dict[str, str] = {}
-    for p in pools:
+    for p in every:
         for n in p.node_names:
             if n in seen:
                 raise FleetError(f"{source}: node {n!r} is in pools {seen[n]!r} and {p.name!r}")
             seen[n] = p.name
-    return Fleet(pools)
+    classes = parse_device_classes(data.get("device_classes", []), source)
+    return Fleet(pools, raw_pools, classes)
 
 
 def _check_fields(raw: Mapping[str, Any], valid: tuple[str, ...], where: str, what: str = "field") -> None:

@@ -10,6 +10,9 @@ API the harness calls::
     pub.remove_all()             # delete every slice of the fleet's drivers on fleet nodes
     pub.rendered("node-1")       # the RenderedPool last published (device -> physical GPU map)
 
+The fleet's raw pools (fake_driver.rawpools) are published by publish_all/sync and removed by
+remove_all too, as exported: no personality, no faults.
+
 Behaviour, per node (pool name = node name):
 - generation starts above any generation found on the server and is bumped on every change;
   an unchanged pool is left alone (restart-safe: existing slices are matched and updated in
@@ -34,7 +37,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from fake_driver import apilimits
 from fake_driver.apilimits import Minor
@@ -44,6 +47,7 @@ from fake_driver.fleet import Fleet, NodeSpec
 from fake_driver.kube import ApiError, Obj, Rest, as_rest
 from fake_driver.ownership import OWNED_SELECTOR
 from fake_driver.personalities import Personality
+from fake_driver.rawpools import publish_raw, remove_raw
 from fake_driver.slices import RenderedPool, render_node
 
 _T = TypeVar("_T")
@@ -143,7 +147,7 @@ class Publisher:
         ]
         self._map(lambda ps: self._delete(*ps), doomed)
         self._rendered.clear()
-        return len(doomed)
+        return len(doomed) + remove_raw(self.rest, self.fleet.raw_pools)
 
     # --- reconcile -----------------------------------------------------------------------
 
@@ -185,7 +189,10 @@ class Publisher:
             existing = by_driver_node.get((mine.driver, spec.name), [])
             return self._publish(spec, nodes[spec.name], existing)
 
-        return PublishReport(tuple(self._map(one, self.fleet.nodes)))
+        results = self._map(one, self.fleet.nodes)
+        raw = publish_raw(self.rest, self.fleet.raw_pools, nodes)  # replayed as exported
+        results += [NodeResult(n, cast(Action, a)) for n, a in raw]
+        return PublishReport(tuple(results))
 
     def _map(self, fn: Callable[[_T], _R], inputs: Iterable[_T]) -> list[_R]:
         """Results in input order; nodes are independent pools, so they are handled in

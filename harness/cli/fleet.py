@@ -39,6 +39,7 @@ def cmd_fleet_export(args: argparse.Namespace) -> int:
             pool_label=args.pool_label,
             default_profile=args.default_profile,
             rename_pools=args.rename_pools,
+            redact=tuple(args.redact or ()),
         )
         source = f"a cluster running {kube.git_version()}"
     finally:
@@ -49,9 +50,11 @@ def cmd_fleet_export(args: argparse.Namespace) -> int:
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)  # checked above: it can be made
     out.write_text(text)
-    pools = len(exported.fleet["pools"])
+    raw = len(exported.fleet.get("raw_pools", ()))
+    pools = len(exported.fleet["pools"]) + raw
+    replayed = f" ({raw} replayed from their slices)" if raw else ""
     left = len(exported.notes)
-    print(f"fleet: {exported.nodes} node(s) in {pools} pool(s) written to {out}; left out: {left}")
+    print(f"fleet: {exported.nodes} node(s) in {pools} pool(s){replayed} written to {out}; left out: {left}")
     for note in exported.notes:
         print(f"  {note}")
     return 0
@@ -83,5 +86,12 @@ def add_fleet_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--rename-pools", action="store_true", help="pool-0, pool-1, ... instead of the cluster's names"
+    )
+    p.add_argument(
+        "--redact",
+        action="append",
+        type=nonempty,
+        metavar="NAME",
+        help="NAME replaced by redacted-K wherever a value has it (pools, devices, classes); repeatable",
     )
     p.set_defaults(func=cmd_fleet_export)

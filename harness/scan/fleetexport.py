@@ -15,13 +15,20 @@ node shapes, not with the cluster: per node only its pool and shape are kept.
     personality  the driver's fake personalities, the one whose GPU class maps the legacy name
               as the cluster's classes do, the default personality first
 
-What no fleet field can say (a driver no personality has, a GPU no profile has) is left out
-and listed as a comment at the top of the file, with why.
+    raw       nodes no personality and profile can describe (another vendor's driver, a GPU of
+              an unknown product) are replayed from their slices (fake_driver.rawpools): one raw
+              pool per (pool, slice structure), the first node's values, the drivers' own
+              DeviceClasses with them; memory grows with the distinct structures
+
+What no fleet field can say (no devices at all, a class that only a personality would bring)
+is left out and listed as a comment at the top of the file, with why.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -56,6 +63,43 @@ class Shape:
     mig_gpus: tuple[int, ...] = ()
     device_plugin: bool = False
     dra: bool = False
+    raw: tuple[str, ...] = ()  # slice structure digests (RawSlices) of a node replayed verbatim
+
+
+@dataclass
+class RawSlices:
+    """Per node the structure digests of its slices, and one body per structure (the first)."""
+
+    of_node: dict[str, list[str]] = field(default_factory=dict)
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, node: str, spec: Obj) -> None:
+        digest = structure_digest(spec)
+        self.of_node.setdefault(node, []).append(digest)
+        if digest not in self.bodies:
+            body = {"driver": spec["driver"], "devices": list(spec.get("devices") or [])}
+            if spec.get("sharedCounters"):
+                body["sharedCounters"] = list(spec["sharedCounters"])
+            self.bodies[digest] = body
+
+    def key(self, node: str) -> tuple[str, ...]:
+        return tuple(sorted(self.of_node.get(node, ())))
+
+
+def structure_digest(spec: Obj) -> str:
+    """What a slice is made of, without values (UUIDs, serials differ on every node): driver,
+    device names, attribute names and types, capacity names, counters consumed and shared."""
+
+    def device(d: Obj) -> list[Any]:
+        attrs = sorted((k, sorted(v)) for k, v in (d.get("attributes") or {}).items())
+        counters = sorted(str(c.get("counterSet")) for c in d.get("consumesCounters") or [])
+        return [d.get("name"), attrs, sorted(d.get("capacity") or {}), counters]
+
+    shared = sorted(
+        (str(c.get("name")), sorted(c.get("counters") or {})) for c in spec.get("sharedCounters") or []
+    )
+    shape = [spec.get("driver"), sorted((device(d) for d in spec.get("devices") or []), key=str), shared]
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -95,12 +139,17 @@ def _attr(device: Obj, name: str) -> str:
     return str(value.get("string") or value.get("version") or value.get("int") or "")
 
 
-def gather_slices(slices: Iterable[Obj], gpu_drivers: tuple[str, ...]) -> dict[str, _NodeDevices]:
-    """Per node: the GPU driver's devices, as numbers, products and MIG profiles."""
+def gather_slices(
+    slices: Iterable[Obj], gpu_drivers: tuple[str, ...], raw: RawSlices | None = None
+) -> dict[str, _NodeDevices]:
+    """Per node: the GPU driver's devices, as numbers, products and MIG profiles; every node
+    slice's structure into `raw`, for the nodes no personality describes."""
     out: dict[str, _NodeDevices] = {}
     for s in slices:
         spec = s.get("spec") or {}
         node = spec.get("nodeName")
+        if node and raw is not None and spec.get("driver"):
+            raw.add(node, spec)
         if not node or spec.get("driver") not in gpu_drivers:
             continue
         seen = out.setdefault(node, _NodeDevices(driver=spec["driver"]))
@@ -211,31 +260,88 @@ def _unexportable(shape: Shape, personality: str) -> str:
     return ""
 
 
+def personality_of(shape: Shape, classes: list[Obj], resource: str) -> str:
+    """The personality that publishes `shape` ("" when none does)."""
+    if not shape.dra:
+        return DEFAULT_PERSONALITY
+    return choose_personality(shape.driver, maps_legacy_name(classes, shape.driver, resource))
+
+
 def build_fleet(
-    counts: Counter[tuple[str, Shape]], classes: list[Obj], resource: str, rename_pools: bool
+    counts: Counter[tuple[str, Shape]],
+    classes: list[Obj],
+    resource: str,
+    rename_pools: bool,
+    raw: RawSlices | None = None,
+    redact: tuple[str, ...] = (),
 ) -> Export:
     """The fleet from (pool, shape) -> nodes; what cannot be expressed goes to the notes."""
     pools: list[dict[str, Any]] = []
+    raw_pools: list[dict[str, Any]] = []
     notes: list[str] = []
     taken: set[str] = set()
     renamed: dict[str, str] = {}
     for (pool, shape), count in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1])):
-        personality = choose_personality(shape.driver, maps_legacy_name(classes, shape.driver, resource))
-        why = _unexportable(shape, personality if shape.dra else DEFAULT_PERSONALITY)
         shown = renamed.setdefault(pool, f"pool-{len(renamed)}") if rename_pools else pool
+        if shape.raw and raw is not None:
+            slices = [raw.bodies[d] for d in shape.raw]
+            raw_pools.append({"name": pool_name(shown, taken), "count": count, "slices": slices})
+            continue
+        personality = personality_of(shape, classes, resource)
+        why = _unexportable(shape, personality)
         if why:
             if shape.gpus or shape.dra:
                 notes.append(f"left out: {count} node(s) of pool {shown}: {why}")
             continue
         pools.append(_fleet_pool(pool_name(shown, taken), shape, count, personality if shape.dra else ""))
-    if not pools:
+    if not pools and not raw_pools:
         raise HarnessError("no GPU pool to export: no node has GPUs of a known driver or the device plugin")
-    fleet = {"personality": DEFAULT_PERSONALITY, "pools": pools}
+    fleet: dict[str, Any] = {"personality": DEFAULT_PERSONALITY, "pools": pools}
+    if raw_pools:
+        fleet["raw_pools"] = raw_pools
+        drivers = {s["driver"] for p in raw_pools for s in p["slices"]}
+        fleet["device_classes"] = raw_classes(classes, drivers, notes)
+    if redact:
+        fleet, notes = redacted(fleet, redact), [redacted(n, redact) for n in notes]
     try:
         fleet_from_dict(fleet, "the exported fleet")  # what cluster up will read: valid, or one line
     except FakeDriverError as err:
         raise HarnessError(f"the exported fleet would not load: {err}") from None
     return Export(fleet, notes, sum(counts.values()))
+
+
+def redacted(value: Any, names: tuple[str, ...]) -> Any:
+    """Every string value with each marked name replaced by redacted-<k> (keys are kept: they
+    are API field and attribute names, not the user's)."""
+    if isinstance(value, str):
+        for k, name in enumerate(names, 1):
+            value = value.replace(name, f"redacted-{k}")
+        return value
+    if isinstance(value, dict):
+        return {key: redacted(v, names) for key, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v, names) for v in value]
+    return value
+
+
+def raw_classes(classes: Iterable[Obj], drivers: set[str], notes: list[str]) -> list[Obj]:
+    """The DeviceClasses that select a raw driver's devices (their CEL names it) and that no
+    personality installs: name and spec, nothing the server set."""
+    faked = {get_personality(n).driver for n in PERSONALITIES}
+    out: list[Obj] = []
+    for c in classes:
+        spec = c.get("spec") or {}
+        cel = " ".join(str((s.get("cel") or {}).get("expression", "")) for s in spec.get("selectors") or [])
+        named = sorted(d for d in drivers if d in cel)
+        if not named:
+            continue
+        if set(named) & faked:
+            notes.append(
+                f"left out: DeviceClass {c['metadata']['name']}: a fake personality installs {named[0]}'s"
+            )
+            continue
+        out.append({"metadata": {"name": c["metadata"]["name"]}, "spec": spec})
+    return out
 
 
 def export_fleet(
@@ -246,10 +352,12 @@ def export_fleet(
     pool_label: str | None = None,
     default_profile: str = "h100-80gb-hbm3",
     rename_pools: bool = False,
+    redact: tuple[str, ...] = (),
 ) -> Export:
     """Read the cluster (paged) and build its fleet; one line if the server fails us."""
+    raw = RawSlices()
     try:
-        devices = gather_slices(kube.pages(*kinds.RESOURCE_SLICE), gpu_drivers)
+        devices = gather_slices(kube.pages(*kinds.RESOURCE_SLICE), gpu_drivers, raw)
         classes = list(kube.pages(*kinds.DEVICE_CLASS))
         counts: Counter[tuple[str, Shape]] = Counter()
         for page in _node_pages(kube):
@@ -257,10 +365,19 @@ def export_fleet(
             for n in page:
                 name = n["metadata"]["name"]
                 pool = pools.of[name] if pools.of[name] != NO_POOL else "unlabelled"
-                counts[(pool, node_shape(n, devices.get(name), resource, default_profile))] += 1
+                shape = node_shape(n, devices.get(name), resource, default_profile)
+                counts[(pool, replayed_raw(shape, raw.key(name), classes, resource))] += 1
     except API_ERRORS as err:
         raise kube.failure(err) from None
-    return build_fleet(counts, classes, resource, rename_pools)
+    return build_fleet(counts, classes, resource, rename_pools, raw, redact)
+
+
+def replayed_raw(shape: Shape, raw_key: tuple[str, ...], classes: list[Obj], resource: str) -> Shape:
+    """A node no personality describes, with slices: replayed from them (a device-plugin shape
+    is kept: its nvidia.com/gpu is what it has)."""
+    if not raw_key or not _unexportable(shape, personality_of(shape, classes, resource)):
+        return shape
+    return Shape("", "", 0, raw=raw_key)
 
 
 def _node_pages(kube: Kube) -> Iterator[list[Obj]]:

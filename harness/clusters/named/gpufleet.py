@@ -15,6 +15,7 @@ from pathlib import Path
 from fake_driver import installer, legacy
 from fake_driver.errors import FakeDriverError
 from fake_driver.fleet import Fleet, load_fleet
+from fake_driver.ownership import labelled
 from harness.clusters.nodes import POOL_LABEL, KwokPoolSpec, node_manifest, node_ready
 from harness.core.errors import HarnessError
 from harness.kit import kinds
@@ -41,17 +42,19 @@ def create_fleet(kube: Kube, fleet: Fleet) -> None:
         # The chart's gpuResourcesEnabledOverride: the fleet file is the user's explicit choice,
         # double-stack pools included (the ledger and the scan name those).
         installer.install(kube.api_client, personality, fleet=fleet, gpu_resources_enabled_override=True)
+    for raw_class in fleet.device_classes:  # the raw pools' drivers' own, as exported
+        kube.create(labelled({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", **raw_class}))
 
 
 def create_fleet_nodes(kube: Kube, fleet: Fleet) -> None:
     """The fleet's kwok nodes, Ready, with nvidia.com/gpu on its device-plugin pools; no
     DeviceClasses (where a chart brings them: charts/dra-harness-fake-gpu)."""
-    print(f"fleet: {len(fleet.node_names)} nodes: creating", flush=True)  # the supervisor's log
-    for pool in fleet.pools:
-        nodes = KwokPoolSpec(pool.name, len(pool.node_names))
-        for name in pool.node_names:
-            kube.create(node_manifest(nodes, name))
-    names = set(fleet.node_names)
+    names = {*fleet.node_names, *fleet.raw_node_names}
+    print(f"fleet: {len(names)} nodes: creating", flush=True)  # the supervisor's log
+    pools: list[tuple[str, tuple[str, ...]]] = [(p.name, p.node_names) for p in fleet.pools]
+    for pool, members in pools + [(p.name, p.node_names) for p in fleet.raw_pools]:
+        for name in members:
+            kube.create(node_manifest(KwokPoolSpec(pool, len(members)), name))
 
     def readiness() -> tuple[int, list[str]]:
         """Ready nodes, and the first few that are not: a short last state for a large fleet."""
@@ -73,6 +76,7 @@ def wait_published(kube: Kube, fleet: Fleet, publishing: Callable[[], None]) -> 
     then (the publisher's first pass takes a moment after it starts). `publishing` raises when
     the publisher has exited."""
     wanted = {(n, p.personality.driver) for p in fleet.pools if p.dra for n in p.node_names}
+    wanted |= {(n, d) for p in fleet.raw_pools for d in p.drivers for n in p.node_names}
     print(f"fleet: waiting for the slices of {len(wanted)} DRA nodes", flush=True)
 
     def seen() -> set[tuple[str, str]]:
