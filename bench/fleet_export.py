@@ -3,9 +3,11 @@
 
     python bench/fleet_export.py [--nodes 100,1000] [--runs 3]
 
-Per size: a bare named cluster holding a fleet of that many nodes in three pools (H100 on DRA,
-A100 with static MIG on DRA, H100 on the device plugin alone: Nodes, legacy capacity, classes,
-slices published once; kwok is not waited for, the export reads objects), then `--runs`
+Per size: a bare named cluster holding a fleet of that many nodes in four pools (H100 on DRA,
+A100 with static MIG on DRA, H100 on the device plugin alone, and a tenth of the nodes with 16
+devices of a driver no personality imitates, which the export replays from their slices: Nodes,
+legacy capacity, classes, slices published once; kwok is not waited for, the export reads
+objects), then `--runs`
 exports, each a process of its own: wall time and peak RSS (wait4's ru_maxrss) per run and
 their medians, and whether the export names the same pools and node counts. The export reads
 500 objects a page, so peak memory should grow with the pools, not with the nodes. Prints one
@@ -34,10 +36,16 @@ from harness.clusters.nodes import KwokPoolSpec, node_manifest
 from harness.core.versions import REPO_ROOT
 from harness.kit.kube import Kube
 
+RAW_DRIVER = "neuron.example.org"
+
 
 def fleet_text(nodes: int) -> str:
-    h100, mig = nodes // 2, nodes // 4
-    legacy = nodes - h100 - mig
+    h100, mig, raw = nodes // 2, nodes // 5, nodes // 10
+    legacy = nodes - h100 - mig - raw
+    devices = [
+        {"name": f"nd-{k}", "attributes": {"cores": {"int": 8}}, "capacity": {"hbm": {"value": "96Gi"}}}
+        for k in range(16)
+    ]
     return yaml.safe_dump(
         {
             "personality": "nvidia-v25.12",
@@ -58,6 +66,15 @@ def fleet_text(nodes: int) -> str:
                     "device_plugin": True,
                     "dra": False,
                 },
+            ],
+            "raw_pools": [
+                {"name": "trn", "count": raw, "slices": [{"driver": RAW_DRIVER, "devices": devices}]}
+            ],
+            "device_classes": [
+                {
+                    "metadata": {"name": "neuron"},
+                    "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{RAW_DRIVER}'"}}]},
+                }
             ],
         }
     )
@@ -98,9 +115,11 @@ def populate(kubeconfig: Path, fleet_file: Path) -> None:
     fleet = load_fleet(fleet_file)
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
-        for pool in fleet.pools:
-            for name in pool.node_names:
-                kube.create(node_manifest(KwokPoolSpec(pool.name, len(pool.node_names)), name))
+        for pool, members in fleet.node_pools:
+            for name in members:
+                kube.create(node_manifest(KwokPoolSpec(pool, len(members)), name))
+        for raw_class in fleet.device_classes:
+            kube.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", **raw_class})
         legacy.advertise(kube.api_client, fleet)
         for personality in {p.personality.name: p.personality for p in fleet.pools if p.dra}.values():
             installer.install(kube.api_client, personality, fleet=fleet, gpu_resources_enabled_override=True)
@@ -133,7 +152,8 @@ def measure(nodes: int, runs: int, work: Path) -> dict[str, Any]:
         out = work / f"exported-{nodes}.yaml"
         figures = [one_export(str(kubeconfig), out) for _ in range(runs)]
         exported = yaml.safe_load(out.read_text())
-        wanted = {p["name"]: p["count"] for p in yaml.safe_load(fleet.read_text())["pools"]}
+        made = yaml.safe_load(fleet.read_text())
+        wanted = {p["name"]: p["count"] for p in made["pools"] + made["raw_pools"]}
         return {
             "nodes": nodes,
             "populate_seconds": round(populate_seconds, 1),
@@ -141,7 +161,8 @@ def measure(nodes: int, runs: int, work: Path) -> dict[str, Any]:
             "export_seconds_median": round(statistics.median(s for s, _ in figures), 2),
             "peak_rss_mib": [round(m, 1) for _, m in figures],
             "peak_rss_mib_median": round(statistics.median(m for _, m in figures), 1),
-            "same_pools": {p["name"]: p["count"] for p in exported["pools"]} == wanted,
+            "same_pools": {p["name"]: p["count"] for p in exported["pools"] + exported["raw_pools"]}
+            == wanted,
         }
     finally:
         cli("cluster", "down", "--name", name, timeout=600)

@@ -16,6 +16,8 @@
         device_status: false            # the kubelet plugin writes the claims' status.devices
         driver_version: "580.95.05"
         cuda_driver_version: "13.0"
+    raw_pools: [...]                    # slices replayed verbatim (fake_driver.rawpools)
+    device_classes: [...]               # the raw pools' drivers' own DeviceClasses
 
 Node names are DNS subdomains (RFC 1123), as the API server requires. Limits, so a typo
 cannot make a render take gigabytes: at most MAX_NODES_PER_FLEET (5,000) nodes in a fleet and
@@ -39,7 +41,7 @@ import yaml
 from fake_driver.errors import FleetError, UnknownChoiceError
 from fake_driver.paths import not_a_regular_file
 from fake_driver.personalities import DEFAULT_PERSONALITY, PERSONALITIES, Personality, get_personality
-from fake_driver.profiles import GpuProfile, MigProfile, get_profile
+from fake_driver.profiles import GpuProfile, MigPlacement, get_profile, place_layout
 from fake_driver.rawpools import RawPool, parse_device_classes, parse_raw_pool
 
 MigMode = Literal["none", "static", "dynamic"]
@@ -73,12 +75,6 @@ _POOL_FIELDS = (
     "cuda_driver_version",
 )
 _MIG_FIELDS = ("mode", "layout", "gpus", "enabled")
-
-
-@dataclass(frozen=True)
-class MigPlacement:
-    profile: MigProfile
-    start: int
 
 
 @dataclass(frozen=True)
@@ -134,6 +130,12 @@ class Fleet:
     @property
     def raw_node_names(self) -> tuple[str, ...]:
         return tuple(n for p in self.raw_pools for n in p.node_names)
+
+    @property
+    def node_pools(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(pool, its nodes) of every pool, raw pools too: the Nodes a cluster needs."""
+        raw = tuple((r.name, r.node_names) for r in self.raw_pools)
+        return tuple((p.name, p.node_names) for p in self.pools) + raw
 
     @cached_property
     def nodes(self) -> tuple[NodeSpec, ...]:
@@ -373,41 +375,3 @@ def _mig(raw: Any, profile: GpuProfile, personality: Personality, gpus: int, whe
     return MigConfig(
         mode=cast(MigMode, mode), placements=placements, gpus=sel, enabled=bool(raw.get("enabled", True))
     )
-
-
-def place_layout(profile: GpuProfile, layout: list[str], where: str = "") -> tuple[MigPlacement, ...]:
-    """Place MIG instances like mig-parted would: any non-overlapping valid placements.
-
-    Backtracking over at most 7 instances, larger profiles first.
-    """
-    try:
-        wanted = sorted((profile.mig_profile(n) for n in layout), key=lambda m: -m.placement_size)
-    except UnknownChoiceError as e:
-        raise UnknownChoiceError(e.what, e.value, e.choices, where) from None
-    used = [False] * profile.memory_slices
-    out: list[MigPlacement] = []
-
-    def fits(m: MigProfile, start: int) -> bool:
-        return not any(used[start : start + m.placement_size])
-
-    def mark(m: MigProfile, start: int, v: bool) -> None:
-        for s in range(start, start + m.placement_size):
-            used[s] = v
-
-    def solve(k: int) -> bool:
-        if k == len(wanted):
-            return True
-        m = wanted[k]
-        for start in m.placement_starts:
-            if fits(m, start):
-                mark(m, start, True)
-                out.append(MigPlacement(m, start))
-                if solve(k + 1):
-                    return True
-                out.pop()
-                mark(m, start, False)
-        return False
-
-    if not solve(0):
-        raise FleetError(f"{where}: MIG layout {layout} does not fit on one {profile.key}")
-    return tuple(sorted(out, key=lambda p: p.start))

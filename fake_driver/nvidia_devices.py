@@ -20,9 +20,9 @@ from fake_driver.devicemodel import (
     string,
     version,
 )
-from fake_driver.fleet import FleetPool, MigPlacement
+from fake_driver.fleet import FleetPool
 from fake_driver.personalities import PCIE_ROOT, Personality
-from fake_driver.profiles import MIB, GpuProfile, MigProfile, mig_uuid
+from fake_driver.profiles import MIB, GpuProfile, MigPlacement, MigProfile, mig_uuid
 
 # MIG capacity names (CommonCapacitiesMig) and the counter name each becomes (camelToDNSName).
 _MIG_CAPACITY_COUNTERS = (

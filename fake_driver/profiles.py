@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from fake_driver.errors import UnknownChoiceError
+from fake_driver.errors import FleetError, UnknownChoiceError
 
 MIB = 1024 * 1024
 
@@ -250,3 +250,47 @@ def gpu_uuid(node: str, index: int) -> str:
 
 def mig_uuid(node: str, index: int, device_name: str) -> str:
     return f"MIG-{uuid.uuid5(_NS, f'{node}/{index}/{device_name}')}"
+
+
+@dataclass(frozen=True)
+class MigPlacement:
+    profile: MigProfile
+    start: int
+
+
+def place_layout(profile: GpuProfile, layout: list[str], where: str = "") -> tuple[MigPlacement, ...]:
+    """Place MIG instances like mig-parted would: any non-overlapping valid placements.
+
+    Backtracking over at most 7 instances, larger profiles first.
+    """
+    try:
+        wanted = sorted((profile.mig_profile(n) for n in layout), key=lambda m: -m.placement_size)
+    except UnknownChoiceError as e:
+        raise UnknownChoiceError(e.what, e.value, e.choices, where) from None
+    used = [False] * profile.memory_slices
+    out: list[MigPlacement] = []
+
+    def fits(m: MigProfile, start: int) -> bool:
+        return not any(used[start : start + m.placement_size])
+
+    def mark(m: MigProfile, start: int, v: bool) -> None:
+        for s in range(start, start + m.placement_size):
+            used[s] = v
+
+    def solve(k: int) -> bool:
+        if k == len(wanted):
+            return True
+        m = wanted[k]
+        for start in m.placement_starts:
+            if fits(m, start):
+                mark(m, start, True)
+                out.append(MigPlacement(m, start))
+                if solve(k + 1):
+                    return True
+                out.pop()
+                mark(m, start, False)
+        return False
+
+    if not solve(0):
+        raise FleetError(f"{where}: MIG layout {layout} does not fit on one {profile.key}")
+    return tuple(sorted(out, key=lambda p: p.start))

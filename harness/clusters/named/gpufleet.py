@@ -51,8 +51,7 @@ def create_fleet_nodes(kube: Kube, fleet: Fleet) -> None:
     DeviceClasses (where a chart brings them: charts/dra-harness-fake-gpu)."""
     names = {*fleet.node_names, *fleet.raw_node_names}
     print(f"fleet: {len(names)} nodes: creating", flush=True)  # the supervisor's log
-    pools: list[tuple[str, tuple[str, ...]]] = [(p.name, p.node_names) for p in fleet.pools]
-    for pool, members in pools + [(p.name, p.node_names) for p in fleet.raw_pools]:
+    for pool, members in fleet.node_pools:
         for name in members:
             kube.create(node_manifest(KwokPoolSpec(pool, len(members)), name))
 
