@@ -6,12 +6,13 @@ No cluster: `kubectl dra-scan` on one runs in suites/scan/test_readiness_scan.py
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from fixtures.scan import krew_install
+from fixtures.scan import krew_install, run_krew
 from harness.controlplane.tools import ensure_tool
 from harness.core.versions import REPO_ROOT
 from harness.scan import krew
@@ -71,3 +72,25 @@ def test_krew_refuses_an_archive_the_manifest_sha256_does_not_name(tmp_path: Pat
     assert done.returncode == 1
     assert f"checksum does not match, want: {wrong}, got {good}" in done.stderr
     assert not (root / "bin" / krew.BIN).exists()
+
+
+def test_the_repository_is_a_krew_index_naming_dra_scan(tmp_path: Path) -> None:
+    """`kubectl krew index add dra-harness <repository>` (a git clone: here of a repository holding
+    this checkout's plugins/), then `kubectl krew info dra-harness/dra-scan` reads the manifest
+    from it. Installing from the index downloads the uri (docs/scan.md: set at release time)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO_ROOT / "plugins", repo / "plugins")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(repo)]
+    for args in (["init", "-q"], ["add", "plugins"], ["commit", "-qm", "index"]):
+        subprocess.run([*git, *args], capture_output=True, timeout=30, check=True)
+    root = tmp_path / "krew"
+    git_dir = Path(shutil.which("git") or "git").parent
+
+    added = run_krew(root, "index", "add", "dra-harness", str(repo), path=[git_dir])
+    info = run_krew(root, "info", "dra-harness/dra-scan", path=[git_dir])
+
+    assert added.returncode == 0, added.stderr
+    assert info.returncode == 0, info.stderr
+    version = krew.package_version()
+    assert f"INDEX: dra-harness\nURI: {krew.archive_uri(version)}\n" in info.stdout
+    assert f"SHA256: {krew.krew_package().sha256}\nVERSION: v{version}\n" in info.stdout
