@@ -21,8 +21,13 @@ VERSION = krew.package_version()
 def _launcher(tmp_path: Path) -> Path:
     """The archive's launcher, unpacked as krew unpacks it (mode from the tar header)."""
     with tarfile.open(fileobj=io.BytesIO(krew.archive(VERSION))) as tar:
-        tar.extractall(tmp_path / "plugin", filter="tar")
-    return tmp_path / "plugin" / krew.BIN
+        (member,) = tar.getmembers()
+        data = tar.extractfile(member).read()  # type: ignore[union-attr]
+    path = tmp_path / "plugin" / member.name
+    path.parent.mkdir()
+    path.write_bytes(data)
+    path.chmod(member.mode)
+    return path
 
 
 def _run(launcher: Path, path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
