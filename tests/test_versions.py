@@ -137,6 +137,8 @@ def test_the_tools_are_pinned_go_commands() -> None:
     assert {n: (t.module, t.version) for n, t in tools.items()} == {
         "helm": ("helm.sh/helm/v4/cmd/helm", "v4.3.2"),
         "actionlint": ("github.com/rhysd/actionlint/cmd/actionlint", "v1.7.12"),
+        "krew": ("sigs.k8s.io/krew/cmd/krew", "v0.4.3"),
+        "validate-krew-manifest": ("sigs.k8s.io/krew/cmd/validate-krew-manifest", "v0.4.3"),
     }
 
 

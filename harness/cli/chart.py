@@ -43,5 +43,5 @@ def add_chart_parsers(sub: Subparsers) -> None:
         dest="action", required=True
     )
     path = tool.add_parser("path", help="print a tool's path, building it if missing")
-    path.add_argument("name", choices=("helm", "actionlint"))
+    path.add_argument("name", choices=("helm", "actionlint", "krew", "validate-krew-manifest"))
     path.set_defaults(func=cmd_tool_path)

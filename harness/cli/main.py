@@ -14,6 +14,7 @@
     dra-harness report [DIR | --merge DIR...]  the readiness report (HTML, Markdown, JSON), night.json
         [--baseline PREVIOUS]                  ... opening on what changed since (3: a new failure)
     dra-harness scan --kubeconfig K            read-only readiness scan (0 ready, 2 warnings, 3 blocking)
+        [--krew-package DIR]                   ... or write its kubectl plugin's krew archive and manifest
     dra-harness upgrade --from 1.36 --to 1.37  rehearsed upgrade and back, its report
     dra-harness kind cleanup [--older-than 6h] delete kind clusters killed runs left
 
@@ -135,6 +136,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
         print(clusterrole_yaml(), end="")
         return 0
+    if args.krew_package:
+        return _write_krew_package(Path(args.krew_package))
     kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
     kubeconfig_files(kubeconfig)  # `a:b` merged; a FIFO or /dev/zero refused unread
     given = (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown))
@@ -154,6 +157,22 @@ def cmd_scan(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)  # checked above: it can be made
         out.write_text(written[flag]())
     return scan_exit_code(result.findings)
+
+
+def _write_krew_package(out: Path) -> int:
+    """`scan --krew-package DIR`: the kubectl plugin's krew archive (the release asset) and its
+    manifest naming the archive's sha256, DIR laid out as a krew index (docs/scan.md)."""
+    from harness.scan.krew import ARCHIVE, MANIFEST, krew_package
+
+    check_output(out, "--krew-package", directory=True)
+    for name in (ARCHIVE, MANIFEST):  # e.g. DIR/plugins a file
+        check_output(out / name, "--krew-package")
+    package = krew_package()
+    (out / MANIFEST).parent.mkdir(parents=True, exist_ok=True)  # checked above: it can be made
+    (out / ARCHIVE).write_bytes(package.archive)
+    (out / MANIFEST).write_text(package.manifest)
+    print(f"{out / ARCHIVE}\n{out / MANIFEST}")
+    return 0
 
 
 def _reruns(args: argparse.Namespace) -> list[str]:
@@ -280,6 +299,12 @@ def _scan_parser(sub: Subparsers) -> None:
     )
     scan.add_argument(
         "--target", type=nonempty, help="also the pre-upgrade findings for this minor, e.g. 1.37"
+    )
+    scan.add_argument(
+        "--krew-package",
+        type=nonempty,
+        metavar="DIR",
+        help="write the kubectl plugin's krew archive and manifest (plugins/dra-scan.yaml) into DIR and exit",
     )
     scan.set_defaults(func=cmd_scan)
 

@@ -283,6 +283,9 @@ def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
         # make lint builds it before the parts (so it is cached here); helm is not a part of
         # `make test` (~13 min cold): `make test-chart` builds it
         _tool_part("actionlint"),
+        # the scan's krew manifest (tests/test_krew.py, suites/scan)
+        _tool_part("krew"),
+        _tool_part("validate-krew-manifest"),
     ]
     # The real drivers `make test` qualifies (versions.toml [test] drivers): in the io lane,
     # which waits on the network and the disk most of the time.

@@ -1,5 +1,6 @@
 """Go commands the project runs, `go install`ed from the module proxy into the cache once per
-version: versions.toml [tools] (helm, actionlint) and the kind path's coredns and crictl."""
+version: versions.toml [tools] (helm, actionlint, krew, validate-krew-manifest) and the kind
+path's coredns and crictl."""
 
 from __future__ import annotations
 

