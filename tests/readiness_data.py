@@ -13,7 +13,7 @@ EXT = "suites/bridging/test_extended_resource.py::test_legacy_gpu_request_gets_a
 LIFE = (
     "suites/bridging/test_bridging_lifecycle.py::test_implicit_name_of_a_class_without_extended_resource_name"
 )
-GANG = "suites/gang/test_gang.py::test_gang_of_4_pods_by_2_gpus_binds_on_8_gpus[claim]"
+GANG = "suites/gang/test_gang.py::test_a_gang_filling_a_node_by_2_gpus_a_pod_binds_every_pod_there[claim]"
 SMOKE = "suites/smoke/test_local_cluster.py::test_pod_is_bound_to_a_simulated_node_and_runs"
 DYN = "suites/mig/test_dynamic_mig.py::test_seven_1g_devices_fill_an_h100_and_give_the_counters_back"
 

@@ -1,5 +1,6 @@
 """Gang scheduling (KEP-4671) of GPU pods: a gang binds only when all of its minCount pods
-fit, whether the pods ask for GPUs by extended resource (device plugin) or by DRA claim.
+fit, whether the pods ask for GPUs by extended resource (device plugin, or a driver's class that
+maps the name) or by DRA claim - on the fake fleet or on an external driver's own nodes.
 
 The Workload/PodGroup objects and the pod field differ per minor; harness/kit/gang.py hides that.
 """
@@ -11,9 +12,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.fake_driver import FLEET_LABEL, GpuPoolSpec, MakeGpuFleet
 from fixtures.nodes import MakePool
-from fixtures.requirements import api_unserved, gate_reason, skip
+from fixtures.requirements import api_unserved, fake_driver_only, gate_reason, skip, unmapped_class
 from harness.clusters.base import Cell
 from harness.core.expectations import gang_unschedulable_message
 from harness.kit import builders as b
@@ -28,6 +30,7 @@ pytestmark = [pytest.mark.min_version("1.35"), pytest.mark.feature_gate("Generic
 
 GPU = "nvidia.com/gpu"
 TEMPLATE = "two-gpus"
+SMALLEST_GANG_GPUS = 4  # an external node needs room for a gang of 2 pods x 2 devices
 
 
 @pytest.fixture
@@ -45,41 +48,83 @@ def gang(cell: Cell, kube: Kube) -> GangApi:
 
 @dataclass
 class GpuNodes:
-    """Nodes for gang pods; `add(gpus)` makes one more node of the same kind."""
+    """Nodes for gang pods: `add(gpus)` gives a node with at least `gpus` GPUs (the fake fleet
+    makes one; an external driver's first call gets one of its own nodes, later calls skip),
+    and `capacity` how many the node really has (an external node may have more)."""
 
-    style: str  # "extended" (device plugin's nvidia.com/gpu) or "claim" (DRA template)
+    style: str  # "extended" (a legacy nvidia.com/gpu-style request) or "claim" (DRA template)
     add: Callable[[int], list[str]]
-    node_selector: dict[str, str]
+    resource: str
+    node_selector: dict[str, str]  # every node `add` gave (fake), the one node (external)
+    capacity: dict[str, int]
+    grows: bool = True  # can `add` make a node while a gang waits (the fake fleet only)?
 
     def pod(self, name: str, namespace: str) -> Obj:
+        selector = self.node_selector
         if self.style == "extended":
-            return b.pod(
-                name, namespace, containers=[b.container(limits={GPU: "2"})], node_selector=self.node_selector
-            )
-        return b.template_pod(name, namespace, TEMPLATE, claim="gpus", node_selector=self.node_selector)
+            limits = {self.resource: "2"}
+            return b.pod(name, namespace, containers=[b.container(limits=limits)], node_selector=selector)
+        return b.template_pod(name, namespace, TEMPLATE, claim="gpus", node_selector=selector)
 
 
 @pytest.fixture(params=["extended", "claim"])
 def gpu_nodes(
-    request: pytest.FixtureRequest, kube: Kube, namespace: str, node_pool: MakePool, gpu_fleet: MakeGpuFleet
+    request: pytest.FixtureRequest, kube: Kube, namespace: str, driver: DriverUnderTest
 ) -> GpuNodes:
+    """The fake driver: kwok nodes whose device plugin advertises nvidia.com/gpu ("extended")
+    or fresh fleet pools ("claim"). An external driver: one of its nodes, and its own class, or
+    (extended) the legacy name its class maps - gangs of any driver's devices."""
     style = str(request.param)
+    if driver.source == "external":
+        return _external_gpu_nodes(request, kube, namespace, driver, style)
     made = [0]
+    gpus = GpuNodes(style, lambda n: [], GPU, {FLEET_LABEL: namespace}, {})
 
-    def add(gpus: int) -> list[str]:
+    def add(count: int) -> list[str]:
         made[0] += 1
         if style == "extended":
-            pool = node_pool(
-                1, suffix=f"x{made[0]}", labels={FLEET_LABEL: namespace}, extended_resources={GPU: str(gpus)}
-            )
-            return pool.node_names()
-        fleet = gpu_fleet(GpuPoolSpec(gpus=gpus, suffix=f"c{made[0]}"), classes=made[0] == 1)
-        if made[0] == 1:
-            gpu_class = fleet.device_class("gpu.nvidia.com")
-            kube.create(b.claim_template(TEMPLATE, namespace, [b.exact_request("gpu", gpu_class, count=2)]))
-        return fleet.node_names
+            node_pool: MakePool = request.getfixturevalue("node_pool")
+            labels = {FLEET_LABEL: namespace}
+            pool = node_pool(1, suffix=f"x{made[0]}", labels=labels, extended_resources={GPU: str(count)})
+            names = pool.node_names()
+        else:
+            gpu_fleet: MakeGpuFleet = request.getfixturevalue("gpu_fleet")
+            fleet = gpu_fleet(GpuPoolSpec(gpus=count, suffix=f"c{made[0]}"), classes=made[0] == 1)
+            if made[0] == 1:
+                _template(kube, namespace, fleet.device_class("gpu.nvidia.com"))
+            names = list(fleet.node_names)
+        gpus.capacity.update(dict.fromkeys(names, count))
+        return names
 
-    return GpuNodes(style, add, {FLEET_LABEL: namespace})
+    gpus.add = add
+    return gpus
+
+
+def _template(kube: Kube, namespace: str, device_class: str) -> None:
+    kube.create(b.claim_template(TEMPLATE, namespace, [b.exact_request("gpu", device_class, count=2)]))
+
+
+def _external_gpu_nodes(
+    request: pytest.FixtureRequest, kube: Kube, namespace: str, driver: DriverUnderTest, style: str
+) -> GpuNodes:
+    if style == "extended":
+        cls = kube.get(*kinds.DEVICE_CLASS, driver.device_class)
+        if (cls.get("spec") or {}).get("extendedResourceName") != driver.extended_resource:
+            skip(unmapped_class(driver.driver, driver.device_class, driver.extended_resource))
+    else:
+        _template(kube, namespace, driver.device_class)
+    gpu_pool: MakeGpuPool = request.getfixturevalue("gpu_pool")
+    gpus = GpuNodes(style, lambda n: [], driver.extended_resource, {}, {}, grows=False)
+
+    def add(count: int) -> list[str]:
+        assert not gpus.capacity, "one node of an external driver; a test that adds more checks `grows`"
+        pool = gpu_pool(nodes=1, gpus=min(count, SMALLEST_GANG_GPUS))  # gangs fill what it has
+        [node] = pool.nodes
+        gpus.node_selector, gpus.capacity[node] = pool.node_selector, pool.per_node[node]
+        return [node]
+
+    gpus.add = add
+    return gpus
 
 
 def _create_gang(
@@ -127,27 +172,58 @@ def _pod_group_condition(kube: Kube, api: GangApi, namespace: str, status: str) 
     return cond(pg)
 
 
-def test_gang_of_4_pods_by_2_gpus_binds_on_8_gpus(
-    kube: Kube, namespace: str, gang: GangApi, gpu_nodes: GpuNodes
+def _devices(kube: Kube, namespace: str, names: list[str]) -> list[str]:
+    return sorted(
+        r["device"] for n in names for c in claims_of(kube, namespace, n) for r in allocated_devices(c)
+    )
+
+
+def test_a_gang_filling_a_node_by_2_gpus_a_pod_binds_every_pod_there(
+    kube: Kube, namespace: str, gang: GangApi, gpu_nodes: GpuNodes, driver: DriverUnderTest
 ) -> None:
     [node] = gpu_nodes.add(8)
+    pods = gpu_nodes.capacity[node] // 2  # the fake's 8 GPUs: 4 pods; an external node: all it has
 
-    names = _create_gang(kube, gang, gpu_nodes, namespace, pods=4, min_count=4)
+    names = _create_gang(kube, gang, gpu_nodes, namespace, pods=pods, min_count=pods)
 
     assert _all_running(kube, namespace, names) == dict.fromkeys(names, node)
     if gpu_nodes.style == "claim":
-        devices = [
-            r["device"] for n in names for c in claims_of(kube, namespace, n) for r in allocated_devices(c)
-        ]
-        assert sorted(devices) == [f"gpu-{i}" for i in range(8)]
+        devices = _devices(kube, namespace, names)
+        assert len(set(devices)) == len(devices) == 2 * pods, devices
+        if driver.source == "fake":
+            assert devices == [f"gpu-{i}" for i in range(8)]
     scheduled = _pod_group_condition(kube, gang, namespace, "True")
     if scheduled is not None:
         assert (scheduled["reason"], scheduled["message"]) == ("Scheduled", "")
 
 
+def test_a_gang_needing_the_whole_node_binds_only_once_a_pod_holding_2_of_its_gpus_goes(
+    kube: Kube, namespace: str, gang: GangApi, gpu_nodes: GpuNodes
+) -> None:
+    """Any driver: capacity freed on the node, not a node added, lets the waiting gang in."""
+    [node] = gpu_nodes.add(8)
+    pods = gpu_nodes.capacity[node] // 2
+    kube.create(gpu_nodes.pod("holder", namespace))
+    assert wait_phase(kube, namespace, "holder", "Running")["spec"]["nodeName"] == node
+
+    names = _create_gang(kube, gang, gpu_nodes, namespace, pods=pods, min_count=pods)
+
+    assert_stays(
+        lambda: kube.list(*kinds.POD, namespace),
+        lambda seen: not any(p["spec"].get("nodeName") for p in seen if p["metadata"]["name"] != "holder"),
+        duration=TIMEOUTS.stays_unbound,
+        describe=f"none of the {pods} gang pods bound while the holder keeps 2 of the node's GPUs",
+    )
+    kube.delete(*kinds.POD, "holder", namespace)
+
+    assert _all_running(kube, namespace, names) == dict.fromkeys(names, node)
+
+
 def test_gang_of_5_pods_by_2_gpus_on_8_gpus_binds_none_until_a_node_is_added(
     kube: Kube, namespace: str, gang: GangApi, gpu_nodes: GpuNodes
 ) -> None:
+    if not gpu_nodes.grows:  # any driver: test_a_gang_needing_the_whole_node_... frees capacity instead
+        skip(fake_driver_only("fleet: a node added while the gang waits"))
     [first] = gpu_nodes.add(8)
 
     names = _create_gang(kube, gang, gpu_nodes, namespace, pods=5, min_count=5)
@@ -174,14 +250,16 @@ def test_fewer_than_min_count_pods_are_not_scheduled(
     kube: Kube, namespace: str, gang: GangApi, gpu_nodes: GpuNodes
 ) -> None:
     [node] = gpu_nodes.add(8)
-    names = _create_gang(kube, gang, gpu_nodes, namespace, pods=3, min_count=4)
+    full = gpu_nodes.capacity[node] // 2  # the fake's 8 GPUs: minCount 4, 3 pods first
+    names = _create_gang(kube, gang, gpu_nodes, namespace, pods=full - 1, min_count=full)
 
-    _none_bound(kube, namespace, 3, "3 of minCount 4 pods exist")
+    _none_bound(kube, namespace, full - 1, f"{full - 1} of minCount {full} pods exist")
     # Held back before the scheduling cycle (PreEnqueue): never tried, so no PodScheduled.
-    assert [condition(p, "PodScheduled") for p in kube.list(*kinds.POD, namespace)] == [None] * 3
+    assert [condition(p, "PodScheduled") for p in kube.list(*kinds.POD, namespace)] == [None] * (full - 1)
     if gang.has_pod_group:
         assert kube.get(*pod_group_kind(gang), "train", namespace).get("status", {}).get("conditions") is None
 
-    kube.create(join_gang(gpu_nodes.pod("train-3", namespace), gang, "train"))
+    last = f"train-{full - 1}"
+    kube.create(join_gang(gpu_nodes.pod(last, namespace), gang, "train"))
 
-    assert _all_running(kube, namespace, [*names, "train-3"]) == dict.fromkeys([*names, "train-3"], node)
+    assert _all_running(kube, namespace, [*names, last]) == dict.fromkeys([*names, last], node)

@@ -31,7 +31,7 @@ from tests.realdriver import real_driver_missing, run_qualify
 
 DRIVER = load_matrix().test_drivers[0] if load_matrix().test_drivers else "example@v0.4.0"
 POOL = RealPoolSpec("ex", count=2, gpus=4, driver=DRIVER)
-NODE_SIDE_SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices")
+SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices", "suites/gang")
 # Its own real-node cluster: scheduled in a real-node lane, so quiet-host tests wait for it.
 pytestmark = [pytest.mark.real_node]
 
@@ -72,7 +72,7 @@ def _qualify(env: RealDriverCluster, out: Path, *suites: str) -> subprocess.Comp
 
 def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tmp_path: Path) -> None:
     out = tmp_path / "results"
-    done = _qualify(example, out, *NODE_SIDE_SUITES)
+    done = _qualify(example, out, *SUITES)
 
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr
     report = json.loads((out / "qualify.json").read_text())
@@ -89,7 +89,7 @@ def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tm
         "prioritized-list": "PASS",
         "cel-selectors": "PASS",
         "consumable-capacity": "NOT SUPPORTED",  # not without --gpu-allow-multiple-allocations
-        "gang": "NOT TESTED",  # every gang test builds a fleet of its own
+        "gang": "PASS",  # on the driver's own node: gangs of its devices, claimed and bridged
         "failure-modes": "NOT TESTED",  # suite not run here (the stand-in's qualify runs it)
         "node-side": "PASS",
     }, done.stdout
