@@ -1,7 +1,8 @@
 """A matrix cell whose driver is a real one: `NAME@VERSION` of versions.toml [drivers] where a
 cell names its personality (`1.37/example@v0.4.0/dra-all`). The cell is its own local cluster
 with REAL_NODES real nodes running the driver's kubelet plugin, then `qualify` of that driver
-with the cell's suites: the cell's directory gets what any cell's does (summary.json, its
+with the cell's suites (by default qualify's: the others test the harness and the fake driver,
+and only skip on a real one): the cell's directory gets what any cell's does (summary.json, its
 junit file) and the qualification (qualify.html). The matrix runs it as the cell's process:
 
     python -m harness.cli.realcell --cell 1.37/example@v0.4.0/dra-all --out DIR \\
@@ -99,7 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cell = Cell.parse(ns.cell)
         if not is_driver_ref(cell.personality):
             raise HarnessError(f"cell {cell.id!r} names no real driver (NAME@VERSION)")
-        suites = tuple(ns.suite or ("suites",))
+        from harness.qualify.run import DEFAULT_SUITES  # the suites that say something of a driver
+
+        suites = tuple(ns.suite or DEFAULT_SUITES)
         ran.append(run_cell(cell, Path(ns.out), ns.junit, suites, tuple(args[split + 1 :])))
         return ran[0]
 

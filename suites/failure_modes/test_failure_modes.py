@@ -8,6 +8,7 @@ import pytest
 from fake_driver.apilimits import parse_minor
 from fake_driver.ledger import Ledger, Usage
 from fixtures.driver import DriverUnderTest, MakeGpuPool
+from fixtures.requirements import provider_unmet, skip
 from harness.clusters.base import Cell
 from harness.clusters.kwok import OUTCOME_ANNOTATION
 from harness.core.expectations import (
@@ -200,6 +201,24 @@ def test_class_without_extended_resource_name_once_mapped_runs_the_pending_pod(
     )
 
 
+def _typo_selector(driver: str, slices: list[Obj]) -> str:
+    """A value typo on an attribute the driver's devices publish (productName "NVIDIA H100"
+    for "NVIDIA H100 80GB HBM3" on NVIDIA's; the example driver's `model`): half the value.
+    Guarded by has(), so devices without it do not match rather than fail the CEL."""
+    devices = [d for s in slices if s["spec"]["driver"] == driver for d in s["spec"].get("devices") or []]
+    strings = [
+        (name, value["string"])
+        for d in devices
+        for name, value in (d.get("attributes") or {}).items()
+        if "/" not in name and value.get("string")
+    ]
+    if not strings:
+        skip(provider_unmet(f"a string attribute on the {driver} devices (none publishes one)"))
+    name, value = min(strings, key=lambda nv: (nv[0] not in ("productName", "model"), nv[0]))
+    field = f'device.attributes["{driver}"].{name}'
+    return f'has({field}) && {field} == "{value[: len(value) // 2]}"'
+
+
 @pytest.mark.feature_gate("DRAExtendedResource")
 def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
     kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
@@ -207,9 +226,8 @@ def test_selector_matching_nothing_keeps_pods_pending_and_is_named(
     pool = gpu_pool(nodes=1, gpus=2)
     legacy_name = f"legacy.dra-harness.io/gpu-{namespace.rsplit('-', 1)[1]}"
     class_name = f"{namespace}-typo"
-    typo = (
-        f'device.attributes["{driver.driver}"].productName == "NVIDIA H100"'  # real: "NVIDIA H100 80GB HBM3"
-    )
+    mine = [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"].get("nodeName") in pool.nodes]
+    typo = _typo_selector(driver.driver, mine)
     objects.create(
         b.device_class(
             class_name,
