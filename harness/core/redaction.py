@@ -66,7 +66,7 @@ _FLAG = re.compile(r"(?i)(?<![\w-])(--(?:token|password|client-secret)[ \t]+)(?!
 # A JWT: base64url of '{"' (eyJ) for the header and the payload, then the signature.
 _JWT = re.compile(r"(?<![\w-])eyJ[\w-]{4,}\.eyJ[\w-]{4,}\.[\w-]*")
 _FIELD = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_])({_KEYS}\\?[\"']?[ \t]*[:=][ \t]*)"
+    rf"(?i)(?<![A-Za-z0-9_/])({_KEYS}\\?[\"']?[ \t]*[:=][ \t]*)"
     # a quoted value (JSON, possibly escaped inside another string), or a bare one to the next
     # separator; a value that opens a mapping or list is structure, not a secret
     r"(\\?\"(?:[^\"\\\n]|\\.)*?\\?\"|'[^'\n]*'|(?![{\[])(?:\\\"|[^\s\"',;&)}\]])+)"
