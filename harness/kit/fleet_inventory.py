@@ -5,7 +5,7 @@ a cluster that is not ours choose their nodes from this, instead of assuming a f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.core.errors import HarnessError
@@ -88,3 +88,40 @@ def choose(inv: Inventory, nodes: int, devices: int, selector: Mapping[str, str]
     ]
     eligible.sort(key=lambda n: (n.count, n.node))
     return eligible[:nodes] if len(eligible) >= nodes else []
+
+
+def _attributes(device: Obj) -> Mapping[str, Obj]:
+    return device.get("attributes") or {}
+
+
+# Kinds of devices a test may need (`@pytest.mark.needs_devices(kind)`): what a skip names, and
+# how a published device shows it (the fields of resource.k8s.io/v1 Device; NVIDIA's and the fake's
+# MIG devices carry type=mig and a profile attribute).
+DEVICE_KINDS: dict[str, tuple[str, Callable[[Obj], bool]]] = {
+    "mig": (
+        "MIG devices (type mig or a profile attribute)",
+        lambda d: (_attributes(d).get("type") or {}).get("string") == "mig" or "profile" in _attributes(d),
+    ),
+    "shared": (
+        "shared devices (allowMultipleAllocations)",
+        lambda d: bool(d.get("allowMultipleAllocations")),
+    ),
+    "counters": (
+        "devices consuming shared counters (consumesCounters)",
+        lambda d: bool(d.get("consumesCounters")),
+    ),
+}
+
+
+def lacking_devices(kube: Kube, driver: str, kind: str) -> str:
+    """Why `driver` has no device of `kind` on any node ("" when it has one)."""
+    what, test = DEVICE_KINDS[kind]
+    devices = [
+        d
+        for s in kube.list(*kinds.RESOURCE_SLICE)
+        if s["spec"]["driver"] == driver
+        for d in s["spec"].get("devices") or []
+    ]
+    if any(test(d) for d in devices):
+        return ""
+    return f"{what}: none of the {len(devices)} devices {driver} publishes is one"

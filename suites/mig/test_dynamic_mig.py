@@ -21,7 +21,7 @@ from harness.kit.pods import (
 from harness.kit.waits import TIMEOUTS, assert_stays
 from suites.mig.claims import nv
 
-pytestmark = [pytest.mark.feature_gate("DRAPartitionableDevices")]
+pytestmark = [pytest.mark.needs_devices("mig"), pytest.mark.feature_gate("DRAPartitionableDevices")]
 
 ONE_G = f"{nv('profile')} == '1g.10gb'"
 

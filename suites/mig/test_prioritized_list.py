@@ -12,7 +12,7 @@ from harness.kit.kube import Kube
 from harness.kit.pods import create_claim_pod, wait_phase
 from suites.mig.claims import nv, prefer_3g_then_1g
 
-pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]
+pytestmark = [pytest.mark.needs_devices("mig"), pytest.mark.feature_gate("DRAPrioritizedList")]
 
 
 def test_first_available_prefers_3g_and_falls_back_to_1g(

@@ -18,7 +18,7 @@ from harness.kit.kube import Kube
 from harness.kit.pods import create_claim_pod, wait_phase
 from suites.mig.claims import prefer_3g_then_1g
 
-pytestmark = [pytest.mark.feature_gate("DRAPrioritizedList")]
+pytestmark = [pytest.mark.needs_devices("mig"), pytest.mark.feature_gate("DRAPrioritizedList")]
 
 
 def test_the_scheduler_prefers_the_node_where_the_first_choice_fits(

@@ -4,6 +4,8 @@ one physical GPU."""
 
 from __future__ import annotations
 
+import pytest
+
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit.drastate import allocation, node_slices
@@ -12,6 +14,8 @@ from harness.kit.pods import create_claim_pod, wait_phase
 from suites.mig.claims import NV, nv
 
 LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+
+pytestmark = [pytest.mark.needs_devices("mig")]
 
 
 def test_profile_selector_gets_exactly_that_profile(

@@ -19,7 +19,7 @@ from harness.kit.pods import (
     wait_unschedulable,
 )
 
-pytestmark = [pytest.mark.feature_gate("DRAConsumableCapacity")]
+pytestmark = [pytest.mark.needs_devices("shared"), pytest.mark.feature_gate("DRAConsumableCapacity")]
 
 EXAMPLE = "gpu.example.com"
 

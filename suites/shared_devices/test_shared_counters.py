@@ -32,6 +32,7 @@ DRIVER = "shared.dra-harness.io"
 COUNTER_SET = "gpu-0-counters"
 
 pytestmark = [
+    pytest.mark.needs_devices("counters"),
     pytest.mark.feature_gate("DRAPartitionableDevices"),
     pytest.mark.feature_gate("DRAConsumableCapacity"),
 ]
