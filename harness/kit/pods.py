@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from harness.core.errors import WaitTimeout
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
@@ -43,16 +45,51 @@ def assert_stays_pending(kube: Kube, namespace: str, name: str, why: str) -> Obj
     )
 
 
+def pod_story(pod: Obj, events: Sequence[Obj]) -> str:
+    """What a failed wait on a pod shows first: phase and node, each condition with its reason
+    and message, each container's waiting or terminated reason, then the pod's events
+    (FailedScheduling with the scheduler's reason, a kubelet's Prepare error) - not a pod dict
+    cut off before its status."""
+    status = pod.get("status") or {}
+    lines = [f"phase {phase(pod) or '-'}, node {pod.get('spec', {}).get('nodeName') or '-'}"]
+    for c in status.get("conditions") or []:
+        why = " ".join(x for x in (c.get("reason"), c.get("message")) if x)
+        lines.append(f"  {c['type']}={c['status']}{': ' + why if why else ''}")
+    for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        for state, detail in (cs.get("state") or {}).items():
+            if state != "running" and detail:
+                why = " ".join(str(x) for x in (detail.get("reason"), detail.get("message")) if x)
+                lines.append(f"  container {cs['name']} {state}: {why}")
+    shown = sorted(events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))[-10:]
+    lines += ["events:" if shown else "events: none"]
+    lines += [
+        f"  {e.get('type')} {e.get('reason')} ({e.get('count') or 1}x): {e.get('message')}" for e in shown
+    ]
+    return "\n".join(lines)
+
+
+def _wait_pod(kube: Kube, namespace: str, name: str, until: Any, timeout: float, describe: str) -> Obj:
+    try:
+        return wait_for(
+            lambda: kube.get(*kinds.POD, name, namespace), until, timeout=timeout, describe=describe
+        )
+    except WaitTimeout as err:
+        try:
+            pod = kube.get(*kinds.POD, name, namespace)
+            events = kube.list(*kinds.EVENT, namespace, field_selector=f"involvedObject.name={name}")
+        except Exception:  # the story is extra; the timeout is the failure
+            raise err from None
+        raise WaitTimeout(
+            f"timed out after {timeout:g}s waiting for {describe}:\n{pod_story(pod, events)}"
+        ) from None
+
+
 def wait_phase(
     kube: Kube, namespace: str, name: str, want: str, timeout: float = TIMEOUTS.pod_running
 ) -> Obj:
-    pod = wait_for(
-        lambda: kube.get(*kinds.POD, name, namespace),
-        lambda p: phase(p) == want,
-        timeout=timeout,
-        describe=f"pod {namespace}/{name} {want}",
+    return _wait_pod(
+        kube, namespace, name, lambda p: phase(p) == want, timeout, f"pod {namespace}/{name} {want}"
     )
-    return pod
 
 
 def wait_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = TIMEOUTS.pod_scheduled) -> Obj:
@@ -62,12 +99,7 @@ def wait_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = T
         c = condition(p, "PodScheduled")
         return c is not None and c["status"] == "False" and c.get("reason") == "Unschedulable"
 
-    return wait_for(
-        lambda: kube.get(*kinds.POD, name, namespace),
-        unschedulable,
-        timeout=timeout,
-        describe=f"pod {namespace}/{name} Unschedulable",
-    )
+    return _wait_pod(kube, namespace, name, unschedulable, timeout, f"pod {namespace}/{name} Unschedulable")
 
 
 # The reasons end at the first ". "; what follows differs by minor (1.36 adds e.g.
