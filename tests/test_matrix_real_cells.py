@@ -58,3 +58,18 @@ def test_a_real_driver_cell_process_refuses_a_cell_it_cannot_run_in_one_line(
         f"dra-harness matrix (real-driver cell): {line}\n",
     )
     assert list(tmp_path.iterdir()) == []  # nothing started, nothing written
+
+
+def test_a_real_driver_cell_runs_qualifys_suites_unless_the_matrix_names_some() -> None:
+    from harness.core.cells import Cell
+    from harness.matrix.runner import REAL_DRIVER_CELL, CellRun, _cell_command
+
+    run = CellRun(Cell("1.37", "example@v0.4.0", "dra-all"), Path("/x"), Path("/cx"))
+    default = _cell_command(run, ["suites"], [])
+    assert default[1:3] == ["-m", REAL_DRIVER_CELL]
+    assert not [a for a in default if a.startswith("--suite")]  # realcell defaults to qualify's
+    chosen = _cell_command(run, ["/repo/suites/gang", "/repo/suites/node"], [])
+    assert [a for a in chosen if a.startswith("--suite")] == [
+        "--suite=/repo/suites/gang",
+        "--suite=/repo/suites/node",
+    ]

@@ -133,7 +133,8 @@ def _cell_command(run: CellRun, paths: Sequence[str], extra: Sequence[str]) -> l
     junit = junit_name(run.cell)
     if is_driver_ref(run.cell.personality):  # its own real-node cluster, then qualify
         argv = [sys.executable, "-m", REAL_DRIVER_CELL, f"--cell={run.cell.id}", f"--out={run.dir}"]
-        argv += [f"--junit={junit}", *(f"--suite={p}" for p in paths)]
+        chosen = [] if list(paths) == ["suites"] else paths  # no --suite: qualify's own suites
+        argv += [f"--junit={junit}", *(f"--suite={p}" for p in chosen)]
         return [*argv, "--", *ISOLATED, *PROGRESS_EVERY, *extra]
     return pytest_command(run.cell, run.dir, paths, [*ISOLATED, *PROGRESS_EVERY, *extra], junit=junit)
 
