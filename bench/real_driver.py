@@ -25,12 +25,13 @@ from typing import Any
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.versions import REPO_ROOT
+from harness.qualify.run import DEFAULT_SUITES as SUITES
 
-SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices", "suites/gang")
+GPUS_PER_NODE = 8  # as a matrix real-driver cell's (harness/cli/realcell.py): the 8-GPU requests run
 
 
 def start(driver: str, nodes: int, run_dir: Path) -> tuple[LocalCluster, float]:
-    pool = RealPoolSpec("ex", count=nodes, gpus=4, driver=driver)
+    pool = RealPoolSpec("ex", count=nodes, gpus=GPUS_PER_NODE, driver=driver)
     cluster = LocalCluster(profile="dra-all", run_dir=run_dir, real_pools=[pool])
     cluster.start()
     assert cluster.real is not None
