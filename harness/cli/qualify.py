@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +18,8 @@ def _from_spec(args: argparse.Namespace) -> None:
 
     if args.driver_spec:
         spec, version = driver_ref(args.driver_spec)
-        args.driver_name = args.driver_name or spec.driver_name
-        args.device_class = args.device_class or spec.driver_name
-        if spec.maps_extended_resource(version):
-            args.extended_resource = args.extended_resource or spec.extended_resource
-        args.container_command = args.container_command or shlex.join(spec.container_view.command)
-        args.container_device_pattern = args.container_device_pattern or spec.container_view.pattern
-        args.driver_release = args.driver_release or f"{spec.module} {version}"
+        for option, value in spec.qualify_defaults(version).items():
+            setattr(args, option, getattr(args, option) or value)
     if not args.driver_name or not args.device_class:
         raise HarnessError("qualify needs --driver-name and --device-class, or --driver-spec NAME@VERSION")
     args.extended_resource = args.extended_resource or "nvidia.com/gpu"

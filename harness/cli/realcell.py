@@ -13,7 +13,6 @@ Exit codes as a pytest cell's: 0 passed, 1 a capability failed, 3 the cell could
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import sys
 from collections.abc import Sequence
@@ -52,16 +51,16 @@ def run_cell(cell: Cell, out: Path, junit: str, suites: tuple[str, ...], extra: 
         cluster.start()
         assert cluster.real is not None  # real_pools given
         image = next(iter(cluster.real.parts.values())).busybox_ref
-        view = spec.container_view
+        known = spec.qualify_defaults(version)
         request = QualifyRequest(
             cluster.kubeconfig,
-            spec.driver_name,
-            spec.driver_name,  # its chart's class is named after the driver (cli/qualify.py)
-            spec.extended_resource if spec.maps_extended_resource(version) else "nvidia.com/gpu",
+            known["driver_name"],
+            known["device_class"],
+            known["extended_resource"] or "nvidia.com/gpu",  # as `qualify` without the option
             suites=suites,
             out=out,
-            view=ContainerViewArgs(shlex.join(view.command), view.pattern, image),
-            release=f"{spec.module} {version}",
+            view=ContainerViewArgs(known["container_command"], known["container_device_pattern"], image),
+            release=known["driver_release"],
             pytest_extra=extra,
         )
         code = qualify(request)

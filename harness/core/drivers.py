@@ -9,6 +9,7 @@ of a node pool map to which of its flags, and how a container shows the devices 
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -101,6 +102,18 @@ class DriverSpec:
     def maps_extended_resource(self, version: str) -> bool:
         """Whether its DeviceClass carries extendedResourceName at this release."""
         return bool(self.extended_resource) and self.has(version, self.extended_resource_since)
+
+    def qualify_defaults(self, version: str) -> dict[str, str]:
+        """What qualify needs to know of this release (`--driver-spec`, a matrix real-driver
+        cell): its chart's class is named after the driver; "" extended_resource: none mapped."""
+        return {
+            "driver_name": self.driver_name,
+            "device_class": self.driver_name,
+            "extended_resource": self.extended_resource if self.maps_extended_resource(version) else "",
+            "container_command": shlex.join(self.container_view.command),
+            "container_device_pattern": self.container_view.pattern,
+            "driver_release": f"{self.module} {version}",
+        }
 
     def argv(self, version: str, fields: Mapping[str, str], settings: Mapping[str, Any]) -> list[str]:
         """The plugin's arguments for one node; a setting this release lacks is refused."""
