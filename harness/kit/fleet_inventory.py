@@ -113,8 +113,9 @@ DEVICE_KINDS: dict[str, tuple[str, Callable[[Obj], bool]]] = {
 }
 
 
-def lacking_devices(kube: Kube, driver: str, kind: str) -> str:
-    """Why `driver` has no device of `kind` on any node ("" when it has one)."""
+def lacking_devices(kube: Kube, driver: str, kind: str) -> tuple[str, str]:
+    """(what the test needs, what the driver has instead) when `driver` has no device of
+    `kind` on any node; ("", "") when it has one."""
     what, test = DEVICE_KINDS[kind]
     devices = [
         d
@@ -123,5 +124,5 @@ def lacking_devices(kube: Kube, driver: str, kind: str) -> str:
         for d in s["spec"].get("devices") or []
     ]
     if any(test(d) for d in devices):
-        return ""
-    return f"{what}: none of the {len(devices)} devices {driver} publishes is one"
+        return "", ""
+    return what, f"{len(devices)} devices of {driver}, none of them one"
