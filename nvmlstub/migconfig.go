@@ -90,7 +90,9 @@ func validateMig(d *GPU, uuids map[string]bool) error {
 		if _, ok := ciProfileBySlices[p.Slices]; !ok || giProfileSlices[p.Index] != p.Slices {
 			return fmt.Errorf("MIG profile %q: %d compute slices do not match NVML profile %d", p.Name, p.Slices, p.Index)
 		}
-		if got := nvlibName(&p, d.MemoryBytes); got != p.Name {
+		// Only where MIG is on do callers name the profiles in what they publish (the plugin's
+		// device names and profile attribute); a MIG-off GPU's profiles are only enumerated.
+		if got := nvlibName(&p, d.MemoryBytes); d.MigEnabled && got != p.Name {
 			return fmt.Errorf("MIG profile %q: with %d MiB of the GPU's %d MiB NVML callers would name it %q", p.Name, p.MemoryMiB, d.MemoryBytes>>20, got)
 		}
 	}
