@@ -121,7 +121,8 @@ def test_a_mig_claim_container_gets_the_parent_and_the_mig_devices_capability_no
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     try:
         kube.create(b.claim_template("one", ns, [b.exact_request("mig", "mig.nvidia.com")]))
-        command = ["sh", "-c", "ls /dev/nvidia-caps; ls -d /dev/nvidia[0-9]*; env | grep ^NVIDIA_VISIBLE_DEVICES= || true"]
+        shows = "ls /dev/nvidia-caps; ls -d /dev/nvidia[0-9]*; env | grep ^NVIDIA_VISIBLE_DEVICES= || true"
+        command = ["sh", "-c", shows]
         container = view_container("main", mig.image, command, claims=["mig"])
         pod = b.pod("p", ns, containers=[container], claim_templates={"mig": "one"})
         pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODE}
