@@ -111,12 +111,12 @@ test-chart: controlplane
 # (issue 35): its part (the plugin, the NVML stand-in nvmlstub/, nvidia-cdi-hook) takes ~8 cold
 # minutes on 2 cores and its tests ~6 more, beyond what `make test`'s 45-minute budget has left,
 # so they run here: the stand-in's exports, the driver root, slices, a claim's container,
-# the nvidia-v0.4 personality against the real slices, and qualify.
+# the nvidia-v0.4 personality against the real slices, qualify, and static MIG on an A100.
 NVIDIA_DRIVER := nvidia@v0.4.1
 test-nvidia: nodeparts
 	$(BIN)/dra-harness parts build drivers --driver=$(NVIDIA_DRIVER)
-	$(BIN)/pytest tests/test_nvml_exports.py tests/test_nvidia_root.py tests/e2e/test_nvidia_real_driver.py \
-		-n 0 $(PYTEST_ARGS)
+	$(BIN)/pytest tests/test_nvml_exports.py tests/test_nvidia_root.py tests/test_nvidia_mig_root.py \
+		tests/e2e/test_nvidia_real_driver.py tests/e2e/test_nvidia_real_mig.py -n 0 $(PYTEST_ARGS)
 
 # `make test` as on a new machine: a clean clone with empty caches (HOME, XDG_CACHE_HOME, GOCACHE,
 # GOMODCACHE in a temporary directory), then every part it built and how long each took against

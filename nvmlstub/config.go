@@ -44,6 +44,12 @@ type GPU struct {
 	PCIBusID       string `json:"pciBusId"`       // "0000:1b:00.0"
 	PCIDeviceID    uint32 `json:"pciDeviceId"`    // device id << 16 | vendor id
 	AddressingMode string `json:"addressingMode"` // "HMM", "ATS", "None", "" = not supported
+	// MIG (mig.go): the GPU-instance profiles the part offers (none = not MIG-capable), whether
+	// MIG mode is on, and the MIG devices created on it (static MIG: one full-size compute
+	// instance per GPU instance).
+	MigProfiles []MigProfile `json:"migProfiles,omitempty"`
+	MigEnabled  bool         `json:"migEnabled,omitempty"`
+	MigDevices  []MigDevice  `json:"migDevices,omitempty"`
 }
 
 var (
@@ -75,7 +81,7 @@ func loadConfig() (*Config, error) {
 }
 
 func validate(c *Config) error {
-	seen, minors := map[string]bool{}, map[int]bool{}
+	seen, minors, migs := map[string]bool{}, map[int]bool{}, map[string]bool{}
 	for i, d := range c.Devices {
 		if !strings.HasPrefix(d.UUID, "GPU-") || seen[d.UUID] {
 			return fmt.Errorf("device %d: uuid %q is not a unique GPU-... uuid", i, d.UUID)
@@ -97,6 +103,9 @@ func validate(c *Config) error {
 		}
 		if _, ok := addressingModes[d.AddressingMode]; !ok {
 			return fmt.Errorf("device %d: unknown addressing mode %q", i, d.AddressingMode)
+		}
+		if err := validateMig(&d, migs); err != nil {
+			return fmt.Errorf("device %d: %w", i, err)
 		}
 	}
 	return nil

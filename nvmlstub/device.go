@@ -15,6 +15,9 @@ import (
 //export nvmlDeviceGetName
 func nvmlDeviceGetName(h C.nvmlDevice_t, name *C.char, length C.uint) C.nvmlReturn_t {
 	trace("nvmlDeviceGetName")
+	if ref, ret := migDevice(h); ret == success { // as NVML names a MIG device
+		return putString(name, length, ref.parent().Name+" MIG "+ref.profile().Name)
+	}
 	d, ret := device(h)
 	if ret != success {
 		return ret
@@ -25,6 +28,9 @@ func nvmlDeviceGetName(h C.nvmlDevice_t, name *C.char, length C.uint) C.nvmlRetu
 //export nvmlDeviceGetUUID
 func nvmlDeviceGetUUID(h C.nvmlDevice_t, uuid *C.char, length C.uint) C.nvmlReturn_t {
 	trace("nvmlDeviceGetUUID")
+	if ref, ret := migDevice(h); ret == success {
+		return putString(uuid, length, ref.dev().UUID)
+	}
 	d, ret := device(h)
 	if ret != success {
 		return ret
@@ -77,21 +83,30 @@ func nvmlDeviceGetIndex(h C.nvmlDevice_t, out *C.uint) C.nvmlReturn_t {
 
 //export nvmlDeviceIsMigDeviceHandle
 func nvmlDeviceIsMigDeviceHandle(h C.nvmlDevice_t, out *C.uint) C.nvmlReturn_t {
+	if _, ret := migDevice(h); ret == success && out != nil {
+		trace("nvmlDeviceIsMigDeviceHandle")
+		*out = 1
+		return success
+	}
 	return uintOut("nvmlDeviceIsMigDeviceHandle", h, out, func(*GPU) uint { return 0 })
 }
 
 //export nvmlDeviceGetMemoryInfo
 func nvmlDeviceGetMemoryInfo(h C.nvmlDevice_t, mem *C.nvmlMemory_t) C.nvmlReturn_t {
 	trace("nvmlDeviceGetMemoryInfo")
-	d, ret := device(h)
-	if ret != success {
+	total := uint64(0)
+	if ref, ret := migDevice(h); ret == success {
+		total = ref.profile().MemoryMiB << 20
+	} else if d, ret := device(h); ret == success {
+		total = d.MemoryBytes
+	} else {
 		return ret
 	}
 	if mem == nil {
 		return invalidArg
 	}
-	mem.total = C.ulonglong(d.MemoryBytes)
-	mem.free = C.ulonglong(d.MemoryBytes)
+	mem.total = C.ulonglong(total)
+	mem.free = C.ulonglong(total)
 	mem.used = 0
 	return success
 }
@@ -203,21 +218,6 @@ func notSupportedFor(name string, h C.nvmlDevice_t) C.nvmlReturn_t {
 		return ret
 	}
 	return notSupported
-}
-
-//export nvmlDeviceGetMigMode
-func nvmlDeviceGetMigMode(h C.nvmlDevice_t, current, pending *C.uint) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceGetMigMode", h)
-}
-
-//export nvmlDeviceGetGpuInstanceProfileInfo
-func nvmlDeviceGetGpuInstanceProfileInfo(h C.nvmlDevice_t, profile C.uint, info *C.nvmlGpuInstanceProfileInfo_t) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceGetGpuInstanceProfileInfo", h)
-}
-
-//export nvmlDeviceGetMaxMigDeviceCount
-func nvmlDeviceGetMaxMigDeviceCount(h C.nvmlDevice_t, count *C.uint) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceGetMaxMigDeviceCount", h)
 }
 
 //export nvmlDeviceGetGpuFabricInfo

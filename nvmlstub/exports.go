@@ -95,6 +95,7 @@ func initialize() C.nvmlReturn_t {
 			handles = append(handles, h)
 			byAddr[uintptr(unsafe.Pointer(h.handle))] = i
 		}
+		makeMigHandles(c)
 	}
 	inits++
 	return success

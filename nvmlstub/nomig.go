@@ -13,38 +13,15 @@ import (
 )
 
 // The rest of what the plugin (cmd/gpu-kubelet-plugin @ v0.4.1), go-nvlib v0.11.0
-// (pkg/nvlib/device) and the toolkit's nvcdi (v1.19.1) may call: MIG, GPU and compute
-// instances, events. These GPUs have MIG off (nvmlDeviceGetMigMode answers NOT_SUPPORTED),
-// so no GPU or compute instance exists: every instance handle is invalid, every MIG query
-// about a full GPU is NOT_SUPPORTED, as NVML answers on a GPU without MIG.
+// (pkg/nvlib/device) and the toolkit's nvcdi (v1.19.1) may call: changing MIG (what
+// DynamicMIG does: nvlib.go createMigDevice, deleteMigDevice, maybeDisableMigMode), device
+// attributes and capabilities, events. The MIG layout is static (mig.go serves it): MIG mode
+// cannot be set, no instance can be created, and the existing ones cannot be destroyed; each
+// answers NOT_SUPPORTED for a valid handle.
 
 //export dhNotSupportedFor
 func dhNotSupportedFor(name *C.char, h C.nvmlDevice_t) C.nvmlReturn_t {
 	return notSupportedFor(C.GoString(name), h)
-}
-
-//export nvmlDeviceGetMigDeviceHandleByIndex
-func nvmlDeviceGetMigDeviceHandleByIndex(h C.nvmlDevice_t, i C.uint, mig *C.nvmlDevice_t) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceGetMigDeviceHandleByIndex", h)
-}
-
-//export nvmlDeviceGetDeviceHandleFromMigDeviceHandle
-func nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig C.nvmlDevice_t, out *C.nvmlDevice_t) C.nvmlReturn_t {
-	trace("nvmlDeviceGetDeviceHandleFromMigDeviceHandle")
-	if _, ret := device(mig); ret != success {
-		return ret
-	}
-	return invalidArg // a full GPU's handle is no MIG device's
-}
-
-//export nvmlDeviceGetGpuInstanceId
-func nvmlDeviceGetGpuInstanceId(h C.nvmlDevice_t, id *C.uint) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceGetGpuInstanceId", h)
-}
-
-//export nvmlDeviceGetComputeInstanceId
-func nvmlDeviceGetComputeInstanceId(h C.nvmlDevice_t, id *C.uint) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceGetComputeInstanceId", h)
 }
 
 //export nvmlDeviceGetAttributes_v2
@@ -55,16 +32,6 @@ func nvmlDeviceGetAttributes_v2(h C.nvmlDevice_t, a *C.nvmlDeviceAttributes_t) C
 //export nvmlDeviceGetCapabilities
 func nvmlDeviceGetCapabilities(h C.nvmlDevice_t, caps *C.nvmlDeviceCapabilities_t) C.nvmlReturn_t {
 	return notSupportedFor("nvmlDeviceGetCapabilities", h)
-}
-
-//export nvmlDeviceGetGpuInstanceById
-func nvmlDeviceGetGpuInstanceById(h C.nvmlDevice_t, id C.uint, gi *C.nvmlGpuInstance_t) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceGetGpuInstanceById", h)
-}
-
-//export nvmlDeviceGetGpuInstancePossiblePlacements_v2
-func nvmlDeviceGetGpuInstancePossiblePlacements_v2(h C.nvmlDevice_t, profile C.uint, p *C.nvmlGpuInstancePlacement_t, n *C.uint) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceGetGpuInstancePossiblePlacements_v2", h)
 }
 
 //export nvmlDeviceSetMigMode
@@ -90,49 +57,29 @@ func nvmlDeviceGetVirtualizationMode(h C.nvmlDevice_t, mode *C.nvmlGpuVirtualiza
 	return success
 }
 
-// No instance exists: every GPU or compute instance handle is invalid.
-
-//export nvmlGpuInstanceGetInfo
-func nvmlGpuInstanceGetInfo(gi C.nvmlGpuInstance_t, info *C.nvmlGpuInstanceInfo_t) C.nvmlReturn_t {
-	return noInstance("nvmlGpuInstanceGetInfo")
-}
+// Static instances: neither destroyed nor given another compute instance.
 
 //export nvmlGpuInstanceDestroy
 func nvmlGpuInstanceDestroy(gi C.nvmlGpuInstance_t) C.nvmlReturn_t {
-	return noInstance("nvmlGpuInstanceDestroy")
+	return staticInstance("nvmlGpuInstanceDestroy", giByAddr, unsafe.Pointer(gi.handle))
 }
 
 //export nvmlGpuInstanceCreateComputeInstance
 func nvmlGpuInstanceCreateComputeInstance(gi C.nvmlGpuInstance_t, profile C.uint, ci *C.nvmlComputeInstance_t) C.nvmlReturn_t {
-	return noInstance("nvmlGpuInstanceCreateComputeInstance")
-}
-
-//export nvmlGpuInstanceGetComputeInstanceById
-func nvmlGpuInstanceGetComputeInstanceById(gi C.nvmlGpuInstance_t, id C.uint, ci *C.nvmlComputeInstance_t) C.nvmlReturn_t {
-	return noInstance("nvmlGpuInstanceGetComputeInstanceById")
-}
-
-//export nvmlGpuInstanceGetComputeInstanceProfileInfo
-func nvmlGpuInstanceGetComputeInstanceProfileInfo(gi C.nvmlGpuInstance_t, profile, eng C.uint, info *C.nvmlComputeInstanceProfileInfo_t) C.nvmlReturn_t {
-	return noInstance("nvmlGpuInstanceGetComputeInstanceProfileInfo")
-}
-
-//export nvmlComputeInstanceGetInfo_v2
-func nvmlComputeInstanceGetInfo_v2(ci C.nvmlComputeInstance_t, info *C.nvmlComputeInstanceInfo_t) C.nvmlReturn_t {
-	return noInstance("nvmlComputeInstanceGetInfo_v2")
+	return staticInstance("nvmlGpuInstanceCreateComputeInstance", giByAddr, unsafe.Pointer(gi.handle))
 }
 
 //export nvmlComputeInstanceDestroy
 func nvmlComputeInstanceDestroy(ci C.nvmlComputeInstance_t) C.nvmlReturn_t {
-	return noInstance("nvmlComputeInstanceDestroy")
+	return staticInstance("nvmlComputeInstanceDestroy", ciByAddr, unsafe.Pointer(ci.handle))
 }
 
-func noInstance(name string) C.nvmlReturn_t {
+func staticInstance(name string, table map[uintptr]migRef, addr unsafe.Pointer) C.nvmlReturn_t {
 	trace(name)
-	if _, ret := config(); ret != success {
+	if _, ret := refFor(table, addr); ret != success {
 		return ret
 	}
-	return invalidArg
+	return notSupported
 }
 
 // Events (the plugin's NVMLDeviceHealthCheck gate, cmd/gpu-kubelet-plugin/device_health.go):

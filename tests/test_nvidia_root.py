@@ -49,6 +49,8 @@ def parts() -> RootParts:
 def test_the_config_is_the_profile_with_uuids_of_the_node() -> None:
     hw = get_profile("a100-40gb")
     a, b = (nvml_config(node, "a100-40gb", 2, "580.1", "13.0") for node in ("n-0", "n-1"))
+    # MIG-capable, MIG off (tests/test_nvidia_mig_root.py: the profiles and layouts)
+    assert [p["name"] for p in a["devices"][1].pop("migProfiles")] == [m.name for m in hw.mig_profiles]
     assert a["devices"][1] == {
         "name": hw.product_name,
         "uuid": gpu_uuid("n-0", 1),

@@ -17,8 +17,9 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from fake_driver.kubeletplugin import checkpoint
 from fake_driver.kubeletplugin.server import socket_paths
@@ -55,6 +56,7 @@ class NodeSpec:
     gpus: int = 0
     external: ExternalPlugin | None = None  # a real driver's plugin instead of the fake one
     profile: str = ""  # fake_driver GPU profile: a real driver with a fake driver root serves it
+    mig: Mapping[str, Any] = field(default_factory=dict)  # and the pool's MIG layout (nvidiamig.py)
 
 
 class NodeFailed(ComponentFailed):
@@ -124,7 +126,12 @@ class RealNode:
         (n.root / "kubelet.yaml").write_text(kubelet_config(n, self.ca.cert, self.spec.gates))
         if self.driver_root is not None and self.spec.external is not None:
             make_root(
-                self.spec.external.spec.root, self.driver_root, n.name, self.spec.profile, self.spec.gpus
+                self.spec.external.spec.root,
+                self.driver_root,
+                n.name,
+                self.spec.profile,
+                self.spec.gpus,
+                self.spec.mig,
             )
 
     def start_namespace(self) -> None:

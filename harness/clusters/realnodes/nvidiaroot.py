@@ -10,6 +10,9 @@ GPU profile (the one source of hardware facts) behind the project's NVML stand-i
     R/proc/driver/nvidia/version      the kernel module's version line
     R/sys/bus/pci/devices/<bus id>    links to each GPU under its PCIe root complex, bound over
                                       /sys/bus/pci/devices in the node's mount namespace only
+    R/proc/devices, R/proc/driver/nvidia/capabilities/..., R/dev/nvidia-caps/...
+                                      static MIG's files (nvidiamig.py); /proc/driver is bound
+                                      over in the node's mount namespace when there are any
 
 Layout as upstream's GPU-less CI makes it (the repository's mock-NVML e2e workflow at v0.4.1,
 as recorded in the project's real-drivers notes); device numbers as the kernel driver gives
@@ -29,8 +32,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fake_driver.fleet import DEFAULT_CUDA_DRIVER_VERSION, DEFAULT_DRIVER_VERSION
+from fake_driver.fleet import DEFAULT_CUDA_DRIVER_VERSION, DEFAULT_DRIVER_VERSION, MigConfig
 from fake_driver.profiles import MIB, get_profile, gpu_uuid, pci_bus_id, pcie_root
+from harness.clusters.realnodes.nvidiamig import (
+    CAPABILITIES,
+    nvml_mig,
+    parse_mig,
+    write_mig_files,
+    write_proc_devices,
+)
 from harness.controlplane.nvidiaparts import NVML_SONAME, RootParts, root_parts_built
 from harness.core.errors import HarnessError
 
@@ -49,10 +59,13 @@ def cuda_version_number(version: str) -> int:
     return int(major) * 1000 + int(minor or 0) * 10
 
 
-def nvml_config(node: str, profile: str, gpus: int, driver_version: str, cuda_version: str) -> dict[str, Any]:
+def nvml_config(
+    node: str, profile: str, gpus: int, driver_version: str, cuda_version: str, mig: MigConfig | None = None
+) -> dict[str, Any]:
     """What the stand-in serves for `gpus` GPUs of `profile` on `node`: UUIDs and bus IDs as
     the fake driver gives the same node (fake_driver.profiles), so the personality renders
-    the same devices. A profile the stand-in cannot express is refused here."""
+    the same devices; MIG as `mig` lays it out (nvidiamig.py). A profile the stand-in cannot
+    express is refused here."""
     hw = get_profile(profile)
     major, _, minor = hw.compute_capability.partition(".")
     if gpus < 1:
@@ -74,6 +87,7 @@ def nvml_config(node: str, profile: str, gpus: int, driver_version: str, cuda_ve
                 "ccMinor": int(minor or 0),
                 "pciBusId": pci_bus_id(i),
                 "addressingMode": hw.addressing_mode or "",
+                **nvml_mig(node, profile, i, mig or MigConfig()),
             }
             for i in range(gpus)
         ],
@@ -84,10 +98,13 @@ def _char_device(path: Path, major: int, minor: int) -> None:
     os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
 
 
-def make_driver_root(root: Path, node: str, parts: RootParts, *, profile: str, gpus: int) -> Path:
-    """Write the root (replacing one left from before); returns it. A profile the stand-in
-    cannot serve is refused here, in one line, before anything else is written."""
-    config = nvml_config(node, profile, gpus, DEFAULT_DRIVER_VERSION, DEFAULT_CUDA_DRIVER_VERSION)
+def make_driver_root(
+    root: Path, node: str, parts: RootParts, *, profile: str, gpus: int, mig: Mapping[str, Any] | None = None
+) -> Path:
+    """Write the root (replacing one left from before); returns it. A profile or MIG layout
+    the stand-in cannot serve is refused here, in one line, before anything else is written."""
+    placed = parse_mig(profile, gpus, mig or {}, f"node {node}")
+    config = nvml_config(node, profile, gpus, DEFAULT_DRIVER_VERSION, DEFAULT_CUDA_DRIVER_VERSION, placed)
     remove_driver_root(root)
     for d in ("usr/lib64", "usr/bin", "dev", "proc/driver/nvidia"):
         (root / d).mkdir(parents=True, exist_ok=True)
@@ -113,6 +130,8 @@ def make_driver_root(root: Path, node: str, parts: RootParts, *, profile: str, g
     _char_device(root / "dev/nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR)
     _char_device(root / "dev/nvidia-uvm", UVM_MAJOR, 0)
     _char_device(root / "dev/nvidia-uvm-tools", UVM_MAJOR, 1)
+    write_proc_devices(root)
+    write_mig_files(root, config)
     return root
 
 
@@ -155,8 +174,12 @@ def _pci_link(root: Path, index: int) -> None:
 
 def sysfs_binds(root: Path) -> dict[str, Path]:
     """Bind-mounted in the node's mount namespace (only there): the root's PCI links over
-    /sys/bus/pci/devices, where the plugin looks for them."""
-    return {"/sys/bus/pci/devices": root / SYS_PCI_DEVICES}
+    /sys/bus/pci/devices, where the plugin looks for them, and with MIG devices the root's
+    proc/driver over /proc/driver (their capability files)."""
+    binds = {"/sys/bus/pci/devices": root / SYS_PCI_DEVICES}
+    if (root / CAPABILITIES).is_dir():
+        binds["/proc/driver"] = root / "proc/driver"
+    return binds
 
 
 def remove_driver_root(root: Path) -> None:
@@ -171,13 +194,20 @@ def nvml_calls(root: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-def make_root(root_spec: Mapping[str, str], root: Path, node: str, profile: str, gpus: int) -> Path:
+def make_root(
+    root_spec: Mapping[str, str],
+    root: Path,
+    node: str,
+    profile: str,
+    gpus: int,
+    mig: Mapping[str, Any] | None = None,
+) -> Path:
     """The driver root versions.toml [drivers.*.root] describes, for `node`, from the built
     parts (driverparts.driver_built checked them before any node started)."""
     parts = root_parts_built(root_spec)
     if parts is None:
         raise HarnessError("the fake driver root's parts are not built: run `make drivers`")
-    return make_driver_root(root, node, parts, profile=profile, gpus=gpus)
+    return make_driver_root(root, node, parts, profile=profile, gpus=gpus, mig=mig)
 
 
 # What the plugin looks up under its driver root (cmd/gpu-kubelet-plugin/root.go @ v0.4.1:

@@ -59,6 +59,9 @@ class RealPoolSpec:
     device_status: bool = False  # the fake driver's plugin writes the claims' status.devices
     driver: str = ""  # a real driver instead of the fake one: "example@v0.4.0"
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # MIG as a fleet pool's `mig` ({mode: static, layout: [...], gpus: [...]}): the fake
+    # driver's, or on a real NVIDIA driver's fake root what its NVML stand-in serves.
+    mig: Mapping[str, Any] = field(default_factory=dict)
 
     def node_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
@@ -72,6 +75,7 @@ class RealPoolSpec:
             "personality": self.personality,
             "device_plugin": self.device_plugin,
             "device_status": self.device_status,
+            **({"mig": dict(self.mig)} if self.mig else {}),
         }
 
 
@@ -217,6 +221,7 @@ class RealNodes:
                 pool.gpus,
                 plugin,
                 pool.profile,
+                pool.mig,
             )
             parts = self.parts[pool.minor or default_minor]
             self.nodes[name] = node = RealNode(spec, parts, server, pki.ca, admin_kubeconfig)
