@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,11 @@ def _from_spec(args: argparse.Namespace) -> None:
 
 
 def cmd_qualify(args: argparse.Namespace) -> int:
+    from harness.kit.incluster import resolve_kubeconfig
     from harness.qualify.run import DEFAULT_SUITES, ContainerViewArgs, QualifyRequest, qualify
 
     _from_spec(args)
-    kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
+    kubeconfig, pod = resolve_kubeconfig(args.kubeconfig)
     req = QualifyRequest(
         kubeconfig,
         args.driver_name,
@@ -42,6 +42,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
             args.container_command or "", args.container_device_pattern or "", args.container_image or ""
         ),
         args.driver_release or "",
+        in_cluster=pod,
     )
     return qualify(req)
 
@@ -51,7 +52,11 @@ def add_qualify_parser(sub: Any) -> None:
         "qualify",
         help="qualify an installed DRA driver (exit 0 pass, 3 failure, 1 could not start)",
     )
-    q.add_argument("--kubeconfig", type=nonempty, help="default: $KUBECONFIG, then ~/.kube/config")
+    q.add_argument(
+        "--kubeconfig",
+        type=nonempty,
+        help="default: $KUBECONFIG, then ~/.kube/config, then (in a pod) its service account",
+    )
     q.add_argument(
         "--driver-spec",
         type=nonempty,

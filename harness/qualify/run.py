@@ -67,10 +67,12 @@ class QualifyRequest:
     view: ContainerViewArgs = ContainerViewArgs()
     release: str = ""  # what the driver is (--driver-spec's module and version), for the header
     pytest_extra: tuple[str, ...] = ()  # a matrix cell's pytest arguments (harness.matrix.realcell)
+    in_cluster: bool = False  # the kubeconfig is the pod's service account (harness.kit.incluster)
 
     def command(self) -> str:
         """The exact command that reproduces this run."""
-        argv = ["dra-harness", "qualify", f"--kubeconfig={self.kubeconfig}", f"--driver-name={self.driver}"]
+        where = [] if self.in_cluster else [f"--kubeconfig={self.kubeconfig}"]
+        argv = ["dra-harness", "qualify", *where, f"--driver-name={self.driver}"]
         argv += [f"--device-class={self.device_class}", f"--extended-resource={self.extended_resource}"]
         argv += [f"--node-selector={self.node_selector}"] if self.node_selector else []
         argv += [f"--suite={s}" for s in self.suites] if self.suites != DEFAULT_SUITES else []
