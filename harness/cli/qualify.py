@@ -28,6 +28,11 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     from harness.kit.incluster import resolve_kubeconfig
     from harness.qualify.run import DEFAULT_SUITES, ContainerViewArgs, QualifyRequest, qualify
 
+    if args.print_rbac:
+        from harness.qualify.rbac import rbac_yaml
+
+        print(rbac_yaml(), end="")
+        return 0
     _from_spec(args)
     kubeconfig, pod = resolve_kubeconfig(args.kubeconfig)
     req = QualifyRequest(
@@ -89,4 +94,9 @@ def add_qualify_parser(sub: Any) -> None:
         "--suite", action="append", type=nonempty, help="test paths (default: the driver's suites)"
     )
     q.add_argument("--out", type=nonempty, help="results directory (default: reports/out/qualify-<time>)")
+    q.add_argument(
+        "--print-rbac",
+        action="store_true",
+        help="print the in-cluster Job's ServiceAccount and ClusterRole (deploy/qualify/rbac.yaml) and exit",
+    )
     q.set_defaults(func=cmd_qualify)
