@@ -33,6 +33,11 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 
         print(rbac_yaml(), end="")
         return 0
+    if args.print_sonobuoy_plugin:
+        from harness.qualify.sonobuoy import plugin_yaml
+
+        print(plugin_yaml(), end="")
+        return 0
     _from_spec(args)
     kubeconfig, pod = resolve_kubeconfig(args.kubeconfig)
     req = QualifyRequest(
@@ -93,10 +98,19 @@ def add_qualify_parser(sub: Any) -> None:
     q.add_argument(
         "--suite", action="append", type=nonempty, help="test paths (default: the driver's suites)"
     )
-    q.add_argument("--out", type=nonempty, help="results directory (default: reports/out/qualify-<time>)")
+    q.add_argument(
+        "--out",
+        type=nonempty,
+        help="results directory (default: $SONOBUOY_RESULTS_DIR, else reports/out/qualify-<time>)",
+    )
     q.add_argument(
         "--print-rbac",
         action="store_true",
         help="print the in-cluster Job's ServiceAccount and ClusterRole (deploy/qualify/rbac.yaml) and exit",
+    )
+    q.add_argument(
+        "--print-sonobuoy-plugin",
+        action="store_true",
+        help="print the Sonobuoy plugin definition (deploy/qualify/sonobuoy-plugin.yaml) and exit",
     )
     q.set_defaults(func=cmd_qualify)

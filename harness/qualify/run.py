@@ -22,6 +22,7 @@ from harness.core.versions import REPO_ROOT
 from harness.kit import kinds
 from harness.kit.fleet_inventory import parse_selector
 from harness.kit.kube import API_ERRORS, Kube, kubeconfig_files
+from harness.kit.sonobuoy import results_dir
 from harness.qualify.capabilities import decide_all
 from harness.qualify.inventory import KindInventory, inventory
 from harness.qualify.preflight import ClusterFacts, preflight
@@ -150,7 +151,8 @@ def qualify(req: QualifyRequest) -> int:
             print(f"dra-harness: {line}", file=sys.stderr)
         return 1
     run_id = new_run_id()
-    out = req.out or REPORTS / f"qualify-{run_id}"
+    sonobuoy = results_dir()  # inside a Sonobuoy plugin: where its worker waits for `done`
+    out = req.out or (Path(sonobuoy) if sonobuoy else REPORTS / f"qualify-{run_id}")
     check_output(out, "results directory", directory=True)
     out.mkdir(parents=True, exist_ok=True)
     print(

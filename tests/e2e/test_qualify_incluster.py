@@ -1,15 +1,18 @@
 """`dra-harness qualify` as its in-cluster Job runs it: no kubeconfig, the pod's service account
 (a token from a TokenRequest, the cluster's CA and namespace in a directory laid out like the
 kubelet's mount, KUBERNETES_SERVICE_HOST/PORT), bound to exactly deploy/qualify/rbac.yaml's
-ClusterRole; against the stand-in driver on a local cluster of its own.
+ClusterRole; against the stand-in driver on a local cluster of its own. Then the Sonobuoy
+contract: results in $SONOBUOY_RESULTS_DIR, `done` naming the tarball, progress POSTed.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -25,9 +28,12 @@ from harness.kit.kube import Kube, Obj
 from harness.qualify.preflight import preflight
 from harness.qualify.rbac import rbac_objects, rbac_rules
 from harness.qualify.standin import StandinPoolSpec, install
+from tests.sonobuoy_worker import progress_endpoint
 
 DRIVER = "gpu.acme.example"
 FLEET = (StandinPoolSpec("big", 1, 4), StandinPoolSpec("small", 1, 2))
+# The suites that create the most kinds of object (claims, templates, classes, quotas, pods).
+SUITES = ("suites/bridging", "suites/driver", "suites/failure_modes", "suites/shared_devices", "suites/gang")
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +118,30 @@ def test_a_service_account_missing_one_verb_is_named_and_exit_1(standin: Path, t
         "(the suites need to)\n"
     )
     assert not (tmp_path / "results").exists()
+
+
+def test_the_sonobuoy_contract_done_file_tarball_and_progress(standin: Path, tmp_path: Path) -> None:
+    """The whole run as the plugin's Job makes it: the exact role, no --out (Sonobuoy's results
+    directory), progress posted to the worker's endpoint as tests finish."""
+    results = tmp_path / "sonobuoy" / "results"
+    results.mkdir(parents=True)
+    with progress_endpoint() as (port, updates):
+        env = pod_env(standin, tmp_path, "qualify-sonobuoy", rbac_rules())
+        env |= {"SONOBUOY_RESULTS_DIR": str(results), "SONOBUOY_PROGRESS_PORT": str(port)}
+        done = qualify(env, *(f"--suite={s}" for s in SUITES))
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert "Sonobuoy progress not posted" not in done.stderr
+    tarball = results / "results.tar.gz"
+    assert (results / "done").read_text() == str(tarball.resolve())
+    with tarfile.open(tarball) as tar:
+        assert {"junit.xml", "qualify.json", "qualify.html", "summary.json"} <= set(tar.getnames())
+    report = json.loads((results / "qualify.json").read_text())
+    assert report["totals"]["failed"] == report["totals"]["errors"] == 0
+    assert report["command"].startswith(f"dra-harness qualify --driver-name={DRIVER}"), (
+        "no temporary kubeconfig"
+    )
+    total = updates[-1]["total"]
+    assert total == sum(report["totals"].values()) > 0
+    assert [u["completed"] for u in updates] == list(range(1, total + 1))
+    assert {u["name"] for u in updates} == {"dra-qualify"}
