@@ -33,6 +33,11 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 
         print(rbac_yaml(), end="")
         return 0
+    if args.print_job:
+        from harness.qualify.job import job_yaml
+
+        print(job_yaml(), end="")
+        return 0
     if args.print_sonobuoy_plugin:
         from harness.qualify.sonobuoy import plugin_yaml
 
@@ -107,6 +112,11 @@ def add_qualify_parser(sub: Any) -> None:
         "--print-rbac",
         action="store_true",
         help="print the in-cluster Job's ServiceAccount and ClusterRole (deploy/qualify/rbac.yaml) and exit",
+    )
+    q.add_argument(
+        "--print-job",
+        action="store_true",
+        help="print the in-cluster Job and its results volume (deploy/qualify/job.yaml) and exit",
     )
     q.add_argument(
         "--print-sonobuoy-plugin",

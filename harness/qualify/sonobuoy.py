@@ -15,25 +15,13 @@ import yaml
 
 from harness.kit.kube import Obj
 from harness.kit.sonobuoy import PLUGIN_NAME
+from harness.qualify.job import HARNESS_IMAGE, qualify_container
 
-# The harness image, built locally (never pulled): its name where a cluster loads it.
-HARNESS_IMAGE = "dra-harness/harness:dev"
 RESULTS_MOUNT = "/tmp/sonobuoy/results"  # Sonobuoy's default results directory and volume
-DRIVER_ENV = {
-    "DRIVER_NAME": "gpu.example.com",
-    "DEVICE_CLASS": "gpu.example.com",
-    "EXTENDED_RESOURCE": "nvidia.com/gpu",
-}
 
 
 def plugin_manifest(image: str = HARNESS_IMAGE) -> Obj:
-    args = [
-        "qualify",
-        "--driver-name=$(DRIVER_NAME)",
-        "--device-class=$(DEVICE_CLASS)",
-        "--extended-resource=$(EXTENDED_RESOURCE)",
-        "--out=$(SONOBUOY_RESULTS_DIR)",
-    ]
+    container = qualify_container("$(SONOBUOY_RESULTS_DIR)", image)
     return {
         "sonobuoy-config": {
             "driver": "Job",
@@ -42,15 +30,8 @@ def plugin_manifest(image: str = HARNESS_IMAGE) -> Obj:
             "result-files": ["junit.xml"],
             "description": "dra-harness qualify: a DRA driver's capabilities, PASS/FAIL/NOT SUPPORTED",
         },
-        "spec": {
-            "name": "plugin",
-            "image": image,
-            "imagePullPolicy": "Never",
-            "command": ["dra-harness"],
-            "args": args,
-            "env": [{"name": k, "value": v} for k, v in DRIVER_ENV.items()],
-            "volumeMounts": [{"name": "results", "mountPath": RESULTS_MOUNT}],
-        },
+        "spec": container
+        | {"name": "plugin", "volumeMounts": [{"name": "results", "mountPath": RESULTS_MOUNT}]},
     }
 
 

@@ -145,3 +145,24 @@ def test_the_sonobuoy_contract_done_file_tarball_and_progress(standin: Path, tmp
     assert total == sum(report["totals"].values()) > 0
     assert [u["completed"] for u in updates] == list(range(1, total + 1))
     assert {u["name"] for u in updates} == {"dra-qualify"}
+
+
+def test_the_rbac_file_applies_and_the_server_accepts_the_job(standin: Path) -> None:
+    """deploy/qualify/rbac.yaml created as is; the Job and its claim accepted (server-side dry
+    run: the harness image is built for the kind path, not here)."""
+    kube = Kube.from_kubeconfig(standin)
+    try:
+        for obj in yaml.safe_load_all((REPO_ROOT / "deploy" / "qualify" / "rbac.yaml").read_text()):
+            kube.create(obj)
+        answers = []
+        for obj in yaml.safe_load_all((REPO_ROOT / "deploy" / "qualify" / "job.yaml").read_text()):
+            group = "/api/v1" if obj["apiVersion"] == "v1" else f"/apis/{obj['apiVersion']}"
+            plural = {"Job": "jobs", "PersistentVolumeClaim": "persistentvolumeclaims"}[obj["kind"]]
+            path = f"{group}/namespaces/{obj['metadata']['namespace']}/{plural}?dryRun=All"
+            answers.append(kube.raw_post(path, obj))
+    finally:
+        kube.close()
+    assert [(status, obj["kind"]) for status, obj in ((s, json.loads(b)) for s, b in answers)] == [
+        (201, "PersistentVolumeClaim"),
+        (201, "Job"),
+    ]
