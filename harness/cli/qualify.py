@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,26 @@ def _from_spec(args: argparse.Namespace) -> None:
 
 
 def cmd_qualify(args: argparse.Namespace) -> int:
+    from harness.kit.incluster import resolve_kubeconfig
     from harness.qualify.run import DEFAULT_SUITES, ContainerViewArgs, QualifyRequest, qualify
 
+    if args.print_rbac:
+        from harness.qualify.rbac import rbac_yaml
+
+        print(rbac_yaml(), end="")
+        return 0
+    if args.print_job:
+        from harness.qualify.job import job_yaml
+
+        print(job_yaml(), end="")
+        return 0
+    if args.print_sonobuoy_plugin:
+        from harness.qualify.sonobuoy import plugin_yaml
+
+        print(plugin_yaml(), end="")
+        return 0
     _from_spec(args)
-    kubeconfig = Path(args.kubeconfig or os.environ.get("KUBECONFIG") or Path.home() / ".kube" / "config")
+    kubeconfig, pod = resolve_kubeconfig(args.kubeconfig)
     req = QualifyRequest(
         kubeconfig,
         args.driver_name,
@@ -42,6 +57,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
             args.container_command or "", args.container_device_pattern or "", args.container_image or ""
         ),
         args.driver_release or "",
+        in_cluster=pod,
     )
     return qualify(req)
 
@@ -51,7 +67,11 @@ def add_qualify_parser(sub: Any) -> None:
         "qualify",
         help="qualify an installed DRA driver (exit 0 pass, 3 failure, 1 could not start)",
     )
-    q.add_argument("--kubeconfig", type=nonempty, help="default: $KUBECONFIG, then ~/.kube/config")
+    q.add_argument(
+        "--kubeconfig",
+        type=nonempty,
+        help="default: $KUBECONFIG, then ~/.kube/config, then (in a pod) its service account",
+    )
     q.add_argument(
         "--driver-spec",
         type=nonempty,
@@ -83,5 +103,24 @@ def add_qualify_parser(sub: Any) -> None:
     q.add_argument(
         "--suite", action="append", type=nonempty, help="test paths (default: the driver's suites)"
     )
-    q.add_argument("--out", type=nonempty, help="results directory (default: reports/out/qualify-<time>)")
+    q.add_argument(
+        "--out",
+        type=nonempty,
+        help="results directory (default: $SONOBUOY_RESULTS_DIR, else reports/out/qualify-<time>)",
+    )
+    q.add_argument(
+        "--print-rbac",
+        action="store_true",
+        help="print the in-cluster Job's ServiceAccount and ClusterRole (deploy/qualify/rbac.yaml) and exit",
+    )
+    q.add_argument(
+        "--print-job",
+        action="store_true",
+        help="print the in-cluster Job and its results volume (deploy/qualify/job.yaml) and exit",
+    )
+    q.add_argument(
+        "--print-sonobuoy-plugin",
+        action="store_true",
+        help="print the Sonobuoy plugin definition (deploy/qualify/sonobuoy-plugin.yaml) and exit",
+    )
     q.set_defaults(func=cmd_qualify)

@@ -20,28 +20,10 @@ from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE
 from harness.kit import kinds
 from harness.kit.checks.detectors import detect_ambiguous_mappings, mapping_claimants
 from harness.kit.kube import API_ERRORS, Kube, Obj
+from harness.qualify.rbac import NEEDED_ACCESS
 
 MIN_VERSION = (1, 34)
 NEEDED_APIS = ("resource.k8s.io/v1",)
-# (verb, group, resource) the suites need, namespaced ones checked cluster-wide since every
-# test makes its own namespace.
-NEEDED_ACCESS: tuple[tuple[str, str, str], ...] = (
-    ("create", "", "namespaces"),
-    ("delete", "", "namespaces"),
-    ("create", "", "pods"),
-    ("delete", "", "pods"),
-    ("list", "", "pods"),
-    ("list", "", "nodes"),
-    ("list", "", "events"),
-    ("create", "", "resourcequotas"),
-    ("list", "resource.k8s.io", "resourceslices"),
-    ("create", "resource.k8s.io", "deviceclasses"),
-    ("delete", "resource.k8s.io", "deviceclasses"),
-    ("patch", "resource.k8s.io", "deviceclasses"),
-    ("create", "resource.k8s.io", "resourceclaims"),
-    ("list", "resource.k8s.io", "resourceclaims"),
-    ("create", "resource.k8s.io", "resourceclaimtemplates"),
-)
 _FEATURE = re.compile(
     r'^kubernetes_feature_enabled\{name="(?P<name>[^"]+)",stage="[^"]*"\} (?P<on>[01])', re.M
 )
@@ -93,7 +75,14 @@ def allowed(kube: Kube, verb: str, group: str, resource: str) -> bool:
     review: Obj = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": {"verb": verb, "group": group, "resource": resource}},
+        "spec": {
+            "resourceAttributes": {
+                "verb": verb,
+                "group": group,
+                "resource": resource.partition("/")[0],
+                "subresource": resource.partition("/")[2],
+            }
+        },
     }
     status, body = kube.raw_post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review)
     return status == 201 and bool(json.loads(body).get("status", {}).get("allowed"))

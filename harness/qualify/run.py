@@ -22,6 +22,7 @@ from harness.core.versions import REPO_ROOT
 from harness.kit import kinds
 from harness.kit.fleet_inventory import parse_selector
 from harness.kit.kube import API_ERRORS, Kube, kubeconfig_files
+from harness.kit.sonobuoy import results_dir
 from harness.qualify.capabilities import decide_all
 from harness.qualify.inventory import KindInventory, inventory
 from harness.qualify.preflight import ClusterFacts, preflight
@@ -67,10 +68,12 @@ class QualifyRequest:
     view: ContainerViewArgs = ContainerViewArgs()
     release: str = ""  # what the driver is (--driver-spec's module and version), for the header
     pytest_extra: tuple[str, ...] = ()  # a matrix cell's pytest arguments (harness.matrix.realcell)
+    in_cluster: bool = False  # the kubeconfig is the pod's service account (harness.kit.incluster)
 
     def command(self) -> str:
         """The exact command that reproduces this run."""
-        argv = ["dra-harness", "qualify", f"--kubeconfig={self.kubeconfig}", f"--driver-name={self.driver}"]
+        where = [] if self.in_cluster else [f"--kubeconfig={self.kubeconfig}"]
+        argv = ["dra-harness", "qualify", *where, f"--driver-name={self.driver}"]
         argv += [f"--device-class={self.device_class}", f"--extended-resource={self.extended_resource}"]
         argv += [f"--node-selector={self.node_selector}"] if self.node_selector else []
         argv += [f"--suite={s}" for s in self.suites] if self.suites != DEFAULT_SUITES else []
@@ -148,7 +151,8 @@ def qualify(req: QualifyRequest) -> int:
             print(f"dra-harness: {line}", file=sys.stderr)
         return 1
     run_id = new_run_id()
-    out = req.out or REPORTS / f"qualify-{run_id}"
+    sonobuoy = results_dir()  # inside a Sonobuoy plugin: where its worker waits for `done`
+    out = req.out or (Path(sonobuoy) if sonobuoy else REPORTS / f"qualify-{run_id}")
     check_output(out, "results directory", directory=True)
     out.mkdir(parents=True, exist_ok=True)
     print(

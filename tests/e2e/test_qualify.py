@@ -24,6 +24,7 @@ from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.kube import Kube
+from harness.qualify.rbac import NEEDED_ACCESS
 from harness.qualify.standin import StandinPoolSpec, install
 from tests.e2e.test_report_renders import render_to_artifacts
 
@@ -135,6 +136,10 @@ def _no_access_kubeconfig(kubeconfig: Path, tmp_path: Path) -> Path:
     return path
 
 
+def _named(verb: str, group: str, resource: str) -> str:
+    return f"{verb} {resource}{'.' + group if group else ''}"
+
+
 def _cluster_objects(kubeconfig: Path) -> dict[str, list[str]]:
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
@@ -167,11 +172,7 @@ def _cluster_objects(kubeconfig: Path) -> dict[str, list[str]]:
         (
             "no-permission",
             (f"--driver-name={DRIVER}", f"--device-class={DRIVER}"),
-            "the kubeconfig's user may not create namespaces, delete namespaces, create pods, delete pods, "
-            "list pods, list nodes, list events, create resourcequotas, list resourceslices.resource.k8s.io, "
-            "create deviceclasses.resource.k8s.io, delete deviceclasses.resource.k8s.io, patch "
-            "deviceclasses.resource.k8s.io, create resourceclaims.resource.k8s.io, list "
-            "resourceclaims.resource.k8s.io, create resourceclaimtemplates.resource.k8s.io "
+            f"the kubeconfig's user may not {', '.join(_named(*access) for access in NEEDED_ACCESS)} "
             "(the suites need to)",
         ),
     ],
