@@ -148,7 +148,9 @@ def slice_name(node: str, driver: str, k: int) -> str:
 
 
 def publish_raw(rest: Rest, pools: Sequence[RawPool], nodes: Mapping[str, Obj]) -> list[tuple[str, str]]:
-    """Create what is missing and replace what differs; (node, action) per raw node."""
+    """Create what is missing and replace what differs; (node, action) per raw node. One list
+    per raw driver a pass, as the personalities' slices are read, not a GET per slice."""
+    have = {s["metadata"]["name"]: s for s in _owned_slices(rest, pools)}
     results: list[tuple[str, str]] = []
     for pool in pools:
         for name in pool.node_names:
@@ -158,27 +160,24 @@ def publish_raw(rest: Rest, pools: Sequence[RawPool], nodes: Mapping[str, Obj]) 
                 continue
             action = "unchanged"
             for body in node_slices(pool, name, node["metadata"].get("uid")):
-                action = _put(rest, body, name) or action
+                action = _put(rest, body, have.get(body["metadata"]["name"]), name) or action
             results.append((name, action))
     return results
 
 
-def _put(rest: Rest, body: Obj, node: str) -> str:
-    path = f"{SLICES}/{body['metadata']['name']}"
+def _put(rest: Rest, body: Obj, have: Obj | None, node: str) -> str:
     try:
-        have = rest.get(path)
         if have is None:
             rest.create(SLICES, body)
             return "created"
-        if have.get("spec", {}).get("devices") == body["spec"]["devices"] and have["spec"].get(
-            "sharedCounters", []
-        ) == body["spec"].get("sharedCounters", []):
+        spec = have.get("spec", {})
+        if (spec.get("devices"), spec.get("sharedCounters", [])) == (
+            body["spec"]["devices"],
+            body["spec"].get("sharedCounters", []),
+        ):
             return ""
-        body = {
-            **body,
-            "metadata": {**body["metadata"], "resourceVersion": have["metadata"]["resourceVersion"]},
-        }
-        rest.replace(path, body)
+        meta = {**body["metadata"], "resourceVersion": have["metadata"]["resourceVersion"]}
+        rest.replace(f"{SLICES}/{body['metadata']['name']}", {**body, "metadata": meta})
         return "updated"
     except ApiError as e:
         where = f" (fields: {', '.join(e.fields)})" if e.fields else ""
@@ -187,15 +186,21 @@ def _put(rest: Rest, body: Obj, node: str) -> str:
         ) from None
 
 
+def _owned_slices(rest: Rest, pools: Sequence[RawPool]) -> list[Obj]:
+    """The raw pools' slices this fake driver wrote (the owner label), on the raw pools' nodes."""
+    names = {n for p in pools for n in p.node_names}
+    drivers = sorted({d for p in pools for d in p.drivers})
+    listed = [
+        s
+        for d in drivers
+        for s in rest.list(SLICES, {"fieldSelector": f"spec.driver={d}", "labelSelector": OWNED_SELECTOR})
+    ]
+    return [s for s in listed if s["spec"].get("nodeName") in names]
+
+
 def remove_raw(rest: Rest, pools: Sequence[RawPool]) -> int:
     """Delete the raw pools' slices this fake driver wrote (the owner label), nothing else."""
-    names = {n for p in pools for n in p.node_names}
-    removed = 0
-    for driver in sorted({d for p in pools for d in p.drivers}):
-        for s in rest.list(
-            SLICES, {"fieldSelector": f"spec.driver={driver}", "labelSelector": OWNED_SELECTOR}
-        ):
-            if s["spec"].get("nodeName") in names:
-                rest.delete(f"{SLICES}/{s['metadata']['name']}")
-                removed += 1
-    return removed
+    doomed = _owned_slices(rest, pools)
+    for s in doomed:
+        rest.delete(f"{SLICES}/{s['metadata']['name']}")
+    return len(doomed)

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.clusters.local.cluster import LocalCluster
 from harness.core.versions import REPO_ROOT
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.qualify.rbac import NEEDED_ACCESS
-from harness.qualify.standin import StandinPoolSpec, install
+from harness.qualify.standin import StandinPoolSpec
+from tests.e2e.standin_cluster import standin_cluster
 from tests.e2e.test_report_renders import render_to_artifacts
 
 DRIVER = "gpu.acme.example"
@@ -41,15 +41,8 @@ SUITES = ("suites/bridging", "suites/driver", "suites/failure_modes", "suites/sh
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The kubeconfig of a cluster of our own with the stand-in driver installed."""
-    cluster = LocalCluster(profile="dra-all", run_dir=tmp_path_factory.mktemp("qualify-cluster"))
-    cluster.start()
-    kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    try:
-        install(kube, FLEET, DRIVER)
-        yield cluster.kubeconfig
-    finally:
-        kube.close()
-        cluster.stop()
+    with standin_cluster(tmp_path_factory.mktemp("qualify-cluster"), FLEET, DRIVER) as kubeconfig:
+        yield kubeconfig
 
 
 def _qualify(kubeconfig: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:

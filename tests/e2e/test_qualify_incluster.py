@@ -20,14 +20,14 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from harness.clusters.local.cluster import LocalCluster
 from harness.core.versions import REPO_ROOT
 from harness.kit import kinds
 from harness.kit.incluster import SERVICE_ACCOUNT_DIR_ENV, in_cluster, write_kubeconfig
 from harness.kit.kube import Kube, Obj
 from harness.qualify.preflight import preflight
 from harness.qualify.rbac import rbac_objects, rbac_rules
-from harness.qualify.standin import StandinPoolSpec, install
+from harness.qualify.standin import StandinPoolSpec
+from tests.e2e.standin_cluster import standin_cluster
 from tests.sonobuoy_worker import progress_endpoint
 
 DRIVER = "gpu.acme.example"
@@ -39,15 +39,8 @@ SUITES = ("suites/bridging", "suites/driver", "suites/failure_modes", "suites/sh
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The admin kubeconfig of a cluster of our own with the stand-in driver installed."""
-    cluster = LocalCluster(profile="dra-all", run_dir=tmp_path_factory.mktemp("incluster-cluster"))
-    cluster.start()
-    kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    try:
-        install(kube, FLEET, DRIVER)
-        yield cluster.kubeconfig
-    finally:
-        kube.close()
-        cluster.stop()
+    with standin_cluster(tmp_path_factory.mktemp("incluster-cluster"), FLEET, DRIVER) as kubeconfig:
+        yield kubeconfig
 
 
 def pod_env(admin: Path, tmp_path: Path, name: str, rules: list[Obj]) -> dict[str, str]:
