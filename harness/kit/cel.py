@@ -106,6 +106,17 @@ def _split(qualified: str, driver: str) -> tuple[str, str]:
     return (domain or driver), name
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def field_ref(field: str, qualified: str, driver: str) -> str | None:
+    """CEL reading a published attribute or capacity (`field`: "attributes" or "capacity") of
+    `driver`'s device: device.attributes['<domain>'].<name>; None where the name is no CEL
+    identifier (a selector would have to index it, which these tests do not)."""
+    domain, name = _split(qualified, driver)
+    return f"device.{field}['{domain}'].{name}" if _IDENTIFIER.match(name) else None
+
+
 def _attribute(value: Obj) -> Any:
     if "version" in value:
         return _Semver.parse(value["version"])

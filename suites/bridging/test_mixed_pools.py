@@ -3,10 +3,13 @@ plugin on one pool and by DRA on another, GPU tiers, and what quotas count."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from fixtures.driver import DriverUnderTest, MakeGpuPool
+from fixtures.driver import DriverNodes, DriverUnderTest, MakeGpuPool
 from fixtures.nodes import MakePool
+from fixtures.requirements import fleet_lacks, skip
 from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
 from harness.core.expectations import (
@@ -17,6 +20,7 @@ from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.checks.migration import detect_served_both_ways
 from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.fleet_inventory import Inventory
 from harness.kit.kube import ForbiddenError, Kube
 from harness.kit.objects import Created
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
@@ -27,6 +31,28 @@ pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
 
 def _product_selector(driver: DriverUnderTest, product: str) -> str:
     return f'device.attributes["{driver.driver}"].productName == "{product}"'
+
+
+def _two_products(inv: Inventory, driver: DriverUnderTest) -> tuple[DriverNodes, DriverNodes]:
+    """An external driver's nodes of its first two products (its productName attribute), each
+    product with a node of 2 such devices; skips naming the products the fleet has otherwise."""
+    per_product: dict[str, list[str]] = {}
+    for node in inv.nodes:
+        products = [
+            str((d.get("attributes") or {}).get("productName", {}).get("string")) for d in node.matching
+        ]
+        for product in sorted(set(products)):
+            if products.count(product) >= 2 and product != "None":
+                per_product.setdefault(product, []).append(node.node)
+    if len(per_product) < 2:
+        named = sum("productName" in (d.get("attributes") or {}) for n in inv.nodes for d in n.matching)
+        has = f"{', '.join(per_product)} only" if per_product else f"{named} devices with productName"
+        skip(fleet_lacks(driver.device_class, "2 devices of each of 2 products (productName) on a node", has))
+    a, b_ = sorted(per_product)[:2]
+    return (
+        DriverNodes(a, tuple(per_product[a]), 2, a),
+        DriverNodes(b_, tuple(per_product[b_]), 2, b_),
+    )
 
 
 @pytest.mark.bridged
@@ -119,12 +145,25 @@ def test_device_plugin_pool_and_dra_pool_serve_the_same_name(
 # a parallel run another test's pool of that product may be there (make test: 4 workers).
 @pytest.mark.serial
 def test_gpu_tiers_by_product_get_their_own_extended_resource_names(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, objects: Created
+    kube: Kube,
+    namespace: str,
+    driver: DriverUnderTest,
+    gpu_pool: MakeGpuPool,
+    objects: Created,
+    external_inventory: Callable[[], Inventory],
 ) -> None:
-    h100 = gpu_pool(nodes=1, gpus=2, profile="h100-80gb-hbm3", suffix="h100")
-    l4 = gpu_pool(nodes=1, gpus=2, profile="l4", suffix="l4")
     tag = namespace.rsplit("-", 1)[1]
-    tiers = {"h100": (h100, f"tier.dra-harness.io/h100-{tag}"), "l4": (l4, f"tier.dra-harness.io/l4-{tag}")}
+    if driver.source == "external":
+        pools = _two_products(external_inventory(), driver)
+    else:
+        pools = (
+            gpu_pool(nodes=1, gpus=2, profile="h100-80gb-hbm3", suffix="h100"),
+            gpu_pool(nodes=1, gpus=2, profile="l4", suffix="l4"),
+        )
+    tiers = {
+        tier: (pool, f"tier.dra-harness.io/{tier}-{tag}")
+        for tier, pool in zip(("a", "b"), pools, strict=True)
+    }
     for tier, (pool, resource) in tiers.items():
         objects.create(
             b.device_class(
