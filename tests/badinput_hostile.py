@@ -204,6 +204,20 @@ HOSTILE: list[Row] = [
         setup=files({"empty.kubeconfig": "apiVersion: v1\nkind: Config\n"}),
     ),
     Row(
+        "qualify-plugin-restart-names-another-field",
+        (*QUALIFY, "--plugin-restart-command", "restart {host}", "--kubeconfig", "{tmp}/k"),
+        1,
+        r"^dra-harness: --plugin-restart-command: '\{host\}': only \{node\} may be named \('host'\)$",
+        setup=files({"k": "apiVersion: v1\nkind: Config\n"}),
+    ),
+    Row(
+        "qualify-plugin-restart-unbalanced-quote",
+        (*QUALIFY, "--plugin-restart-command", "kubectl 'x", "--kubeconfig", "{tmp}/k"),
+        1,
+        r"^dra-harness: --plugin-restart-command: No closing quotation$",
+        setup=files({"k": "apiVersion: v1\nkind: Config\n"}),
+    ),
+    Row(
         "qualify-container-pattern-without-group",
         (
             *QUALIFY,

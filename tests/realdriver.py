@@ -3,8 +3,10 @@ driver's plugin), as the one line its skip names, or None when all is there."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.clusters.host.state import missing_requirement
@@ -29,10 +31,12 @@ def real_driver_missing(ref: str) -> str | None:
 
 
 def run_qualify(
-    kubeconfig: Path, driver: str, image: str, out: Path, suites: tuple[str, ...]
+    kubeconfig: Path, driver: str, image: str, out: Path, suites: tuple[str, ...], restart: Sequence[str] = ()
 ) -> subprocess.CompletedProcess[str]:
-    """`dra-harness qualify` of `driver` (NAME@VERSION) with its node side's container image."""
+    """`dra-harness qualify` of `driver` (NAME@VERSION) with its node side's container image,
+    and `restart` as its --plugin-restart-command (harness.clusters.realnodes.control)."""
     argv = [sys.executable, "-m", "harness.cli.main", "qualify", f"--kubeconfig={kubeconfig}"]
     argv += [f"--driver-spec={driver}", f"--container-image={image}", f"--out={out}"]
+    argv += [f"--plugin-restart-command={shlex.join(restart)}"] if restart else []
     argv += [f"--suite={s}" for s in suites]
     return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1500, check=False)

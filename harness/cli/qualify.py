@@ -58,6 +58,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         ),
         args.driver_release or "",
         in_cluster=pod,
+        plugin_restart=args.plugin_restart_command or "",
     )
     return qualify(req)
 
@@ -99,6 +100,12 @@ def add_qualify_parser(sub: Any) -> None:
         help="node side: a regex with a (?P<device>...) group, one match per device in that output",
     )
     q.add_argument("--container-image", type=nonempty, help="node side: the image to run")
+    q.add_argument(
+        "--plugin-restart-command",
+        type=nonempty,
+        help="node side: restarts the driver's kubelet plugin on node {node} and returns once it "
+        "serves again (e.g. a kubectl delete of the node's plugin pod, then a wait for the new one)",
+    )
     q.add_argument("--node-selector", default="", help="key=value[,key=value]: the nodes tests may use")
     q.add_argument(
         "--suite", action="append", type=nonempty, help="test paths (default: the driver's suites)"

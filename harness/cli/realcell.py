@@ -13,21 +13,27 @@ Exit codes as a pytest cell's: 0 passed, 1 a capability failed, 3 the cell could
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fake_driver.cliargs import OneLineParser, nonempty
 from harness.clusters.host.processes import one_line_errors
 from harness.clusters.host.rundirs import session_run_dir
 from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.control import plugin_restarter, serving
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.cells import Cell
 from harness.core.drivers import driver_ref, is_driver_ref
 from harness.core.errors import HarnessError
 from harness.core.redaction import redact_tree
 from harness.reports.summary import read_summary, write_summary
+
+if TYPE_CHECKING:
+    from harness.qualify.run import QualifyRequest
 
 # The matrix starts this module by name (harness.matrix.runner): products import no command.
 REAL_NODES = 2
@@ -40,7 +46,7 @@ COULD_NOT_RUN = 3
 
 
 def run_cell(cell: Cell, out: Path, junit: str, suites: tuple[str, ...], extra: tuple[str, ...]) -> int:
-    from harness.qualify.run import ContainerViewArgs, QualifyRequest, qualify
+    from harness.qualify.run import qualify
 
     spec, version = driver_ref(cell.personality)
     pool = RealPoolSpec(POOL, count=REAL_NODES, gpus=GPUS_PER_NODE, driver=cell.personality)
@@ -52,25 +58,43 @@ def run_cell(cell: Cell, out: Path, junit: str, suites: tuple[str, ...], extra: 
         assert cluster.real is not None  # real_pools given
         image = next(iter(cluster.real.parts.values())).busybox_ref
         known = spec.qualify_defaults(version)
-        request = QualifyRequest(
-            cluster.kubeconfig,
-            known["driver_name"],
-            known["device_class"],
-            known["extended_resource"] or "nvidia.com/gpu",  # as `qualify` without the option
-            suites=suites,
-            out=out,
-            view=ContainerViewArgs(known["container_command"], known["container_device_pattern"], image),
-            release=known["driver_release"],
-            pytest_extra=extra,
-        )
-        code = qualify(request)
+        with serving(plugin_restarter(cluster.real)) as restart:
+            code = qualify(_request(cluster, known, image, suites, out, extra, restart))
     finally:
         cluster.stop()
         redact_tree(run_dir)  # kept for diagnostics, as a pytest cell's: no key outlives the cluster
+
     _name_the_cell(out / "summary.json", cell)
     if (out / "junit.xml").exists() and junit != "junit.xml":
         shutil.copyfile(out / "junit.xml", out / junit)  # the name every cell's junit has
     return _CELL_EXIT.get(code, COULD_NOT_RUN)
+
+
+def _request(
+    cluster: LocalCluster,
+    known: dict[str, str],
+    image: str,
+    suites: tuple[str, ...],
+    out: Path,
+    extra: tuple[str, ...],
+    restart: list[str],
+) -> QualifyRequest:
+    """qualify of the cell's driver on its real nodes: the spec's defaults, the nodes' own
+    busybox, and a plugin restart through this process (harness.clusters.realnodes.control)."""
+    from harness.qualify.run import ContainerViewArgs, QualifyRequest
+
+    return QualifyRequest(
+        cluster.kubeconfig,
+        known["driver_name"],
+        known["device_class"],
+        known["extended_resource"] or "nvidia.com/gpu",  # as `qualify` without the option
+        suites=suites,
+        out=out,
+        view=ContainerViewArgs(known["container_command"], known["container_device_pattern"], image),
+        release=known["driver_release"],
+        pytest_extra=extra,
+        plugin_restart=shlex.join(restart),
+    )
 
 
 def _name_the_cell(path: Path, cell: Cell) -> None:

@@ -54,6 +54,24 @@ class ContainerView:
         return sorted(m["device"] for line in output.splitlines() if (m := rx.match(line.strip())))
 
 
+def plugin_restart_argv(command: str) -> tuple[str, ...]:
+    """`--plugin-restart-command`: a command that restarts the driver's kubelet plugin on node
+    `{node}` and returns once it serves again; ValueError when it does not split or names
+    another field."""
+    try:
+        argv = tuple(shlex.split(command))
+    except ValueError as err:
+        raise ValueError(f"--plugin-restart-command: {err}") from None
+    for word in argv:
+        try:
+            word.format(node="n")
+        except (KeyError, IndexError, ValueError) as err:
+            raise ValueError(
+                f"--plugin-restart-command: {word!r}: only {{node}} may be named ({err})"
+            ) from None
+    return argv
+
+
 @dataclass(frozen=True)
 class ClassSpec:
     """One DeviceClass of the driver's chart: its name, CEL selector, and whether it carries

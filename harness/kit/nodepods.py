@@ -4,8 +4,11 @@ CDI spec the driver wrote for a claim."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import signal
+import subprocess
 from collections.abc import Mapping, Sequence
 
 from harness.core.errors import HarnessError
@@ -111,3 +114,31 @@ def dra_calls(kube: Kube, node: str, driver: str = "") -> dict[tuple[str, str], 
         key = (labels.get("method_name", "").rsplit("/", 1)[-1], labels.get("grpc_status_code", ""))
         calls[key] = calls.get(key, 0) + int(float(m["value"]))
     return calls
+
+
+PLUGIN_RESTART_TIMEOUT = 300.0  # seconds: a DaemonSet's pod replaced and registered, with margin
+
+
+def restart_plugin(argv: Sequence[str], node: str, timeout: float = PLUGIN_RESTART_TIMEOUT) -> None:
+    """Run --plugin-restart-command for `node` ({node} filled), bounded: on timeout its whole
+    process group is killed. HarnessError with its exit and last output lines when it fails."""
+    command = [word.format(node=node) for word in argv]
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        raise HarnessError(f"{shlex.join(command)}: no exit in {timeout:.0f} s: {_tail(output)}") from None
+    if proc.returncode != 0:
+        raise HarnessError(f"{shlex.join(command)}: exit {proc.returncode}: {_tail(output)}")
+
+
+def _tail(output: bytes, lines: int = 10) -> str:
+    return " | ".join(output.decode(errors="replace").splitlines()[-lines:]) or "no output"

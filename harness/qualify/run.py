@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.clusters.host.processes import run_child
+from harness.core.drivers import plugin_restart_argv
 from harness.core.errors import HarnessError
 from harness.core.layout import REPORTS, new_run_id
 from harness.core.outputs import check_output
@@ -69,6 +70,7 @@ class QualifyRequest:
     release: str = ""  # what the driver is (--driver-spec's module and version), for the header
     pytest_extra: tuple[str, ...] = ()  # a matrix cell's pytest arguments (harness.matrix.realcell)
     in_cluster: bool = False  # the kubeconfig is the pod's service account (harness.kit.incluster)
+    plugin_restart: str = ""  # restarts the driver's kubelet plugin on node {node} (node side)
 
     def command(self) -> str:
         """The exact command that reproduces this run."""
@@ -77,7 +79,8 @@ class QualifyRequest:
         argv += [f"--device-class={self.device_class}", f"--extended-resource={self.extended_resource}"]
         argv += [f"--node-selector={self.node_selector}"] if self.node_selector else []
         argv += [f"--suite={s}" for s in self.suites] if self.suites != DEFAULT_SUITES else []
-        return shlex.join([*argv, *self.view.argv("container")])
+        restart = [f"--plugin-restart-command={self.plugin_restart}"] if self.plugin_restart else []
+        return shlex.join([*argv, *self.view.argv("container"), *restart])
 
     def pytest_argv(self, out: Path, release: str = "") -> list[str]:
         return [
@@ -97,6 +100,7 @@ class QualifyRequest:
             f"--extended-resource={self.extended_resource}",
             f"--node-selector={self.node_selector}",
             *self.view.argv("container"),
+            f"--plugin-restart-command={self.plugin_restart}",
             f"--driver-release={release or self.release}",
             f"--junitxml={out / 'junit.xml'}",
             f"--summary-json={out / 'summary.json'}",
@@ -114,6 +118,10 @@ def check_request(req: QualifyRequest) -> None:
     for suite in req.suites:
         if not (REPO_ROOT / suite.partition("::")[0]).exists():
             raise HarnessError(f"suite {suite} does not exist")
+    try:
+        plugin_restart_argv(req.plugin_restart)
+    except ValueError as err:
+        raise HarnessError(str(err)) from None
     v = req.view
     if bool(v.command) != bool(v.device_pattern):
         raise HarnessError("--container-command and --container-device-pattern go together")

@@ -19,11 +19,18 @@ from fixtures.driver import DriverNodes, DriverUnderTest, MakeGpuPool
 from fixtures.reporting import EVIDENCE
 from fixtures.requirements import provider_unmet, skip
 from harness.core.drivers import ContainerView
+from harness.core.errors import HarnessError
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube, Obj
-from harness.kit.nodepods import REAL_KUBELET_GRACE_SECONDS, container_output, dra_calls, view_container
+from harness.kit.nodepods import (
+    REAL_KUBELET_GRACE_SECONDS,
+    container_output,
+    dra_calls,
+    restart_plugin,
+    view_container,
+)
 from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -171,3 +178,51 @@ def test_an_unchanged_extended_resource_pod_gets_its_device_in_the_container(
     claim = kube.get(*kinds.RESOURCE_CLAIM, special, namespace)
     [result] = allocated_devices(claim)
     assert view.devices(container_output(kube, namespace, "legacy", "main")) == [result["device"]]
+
+
+def test_a_plugin_restart_keeps_the_running_pod_and_serves_a_new_one(
+    kube: Kube,
+    namespace: str,
+    driver: DriverUnderTest,
+    gpu_pool: MakeGpuPool,
+    view: ContainerView,
+    record_property: Callable[[str, object], None],
+) -> None:
+    if not driver.plugin_restart:
+        skip(provider_unmet("how to restart the driver's kubelet plugin on a node: --plugin-restart-command"))
+    pool = gpu_pool(nodes=1, gpus=2)
+    [node] = pool.nodes
+    kube.create(b.claim_template("one", namespace, [b.exact_request("gpu", driver.device_class)]))
+    kube.create(_view_pod("before", namespace, pool, view, driver.container_image))
+    wait_phase(kube, namespace, "before", "Running")
+
+    try:
+        restart_plugin(driver.plugin_restart, node)
+    except HarnessError as err:
+        pytest.fail(f"restarting the plugin on {node}: {err}", pytrace=False)
+    kube.create(_view_pod("after", namespace, pool, view, driver.container_image))
+    wait_phase(kube, namespace, "after", "Running")
+
+    seen = {}
+    for name in ("before", "after"):
+        status = kube.get(*kinds.POD, name, namespace)["status"]
+        restarts = [c["restartCount"] for c in status["containerStatuses"]]
+        assert (status["phase"], restarts) == ("Running", [0, 0]), name
+        [result] = allocated_devices(claims_of(kube, namespace, name)[0])
+        seen[name] = view.devices(container_output(kube, namespace, name, "claims"))
+        assert seen[name] == [result["device"]], name
+    assert seen["before"] != seen["after"]
+    claims = {c["metadata"]["name"] for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)}
+    for name in ("before", "after"):
+        kube.delete(*kinds.POD, name, namespace)
+    wait_for(  # the restarted plugin unprepares both (the kubelet deletes template claims after)
+        lambda: {c["metadata"]["name"] for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)},
+        lambda left: not (left & claims),
+        timeout=TIMEOUTS.deletion,
+        describe=f"claims {sorted(claims)} released with their pods",
+    )
+    record_property(
+        EVIDENCE,
+        f"on {node}, after a plugin restart the running pod kept {seen['before']} (0 restarts) and "
+        f"a new pod got {seen['after']}; both unprepared after",
+    )

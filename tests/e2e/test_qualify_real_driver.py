@@ -2,7 +2,7 @@
 kubelet plugin (versions.toml [test] drivers) on 2 real nodes of a local cluster, built from the
 module proxy. No FAIL may come from an assumption only the fake driver meets; the node side
 (what a container sees, Prepare and Unprepare) must be a verdict, not NOT TESTED; a plugin
-restart keeps running pods and serves new ones.
+restart (--plugin-restart-command, through this process) keeps running pods and serves new ones.
 """
 
 from __future__ import annotations
@@ -17,15 +17,10 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.control import plugin_restarter, serving
 from harness.clusters.realnodes.pools import RealPoolSpec
-from harness.core.drivers import driver_ref
 from harness.core.versions import load_matrix
-from harness.kit import builders as b
-from harness.kit import kinds
-from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import Kube
-from harness.kit.nodepods import container_output, view_container
-from harness.kit.pods import wait_phase
 from tests.e2e.test_report_renders import render_to_artifacts
 from tests.realdriver import real_driver_missing, run_qualify
 
@@ -67,7 +62,9 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverClus
 
 
 def _qualify(env: RealDriverCluster, out: Path, *suites: str) -> subprocess.CompletedProcess[str]:
-    return run_qualify(env.cluster.kubeconfig, DRIVER, env.image, out, suites)
+    assert env.cluster.real is not None
+    with serving(plugin_restarter(env.cluster.real)) as restart:
+        return run_qualify(env.cluster.kubeconfig, DRIVER, env.image, out, suites, restart)
 
 
 def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tmp_path: Path) -> None:
@@ -95,6 +92,7 @@ def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tm
     }, done.stdout
     node_side = [t for t in _tests(out) if t["nodeid"].startswith("suites/node/test_container_view.py")]
     assert sorted((t["nodeid"].rsplit("::", 1)[1], t["outcome"]) for t in node_side) == [
+        ("test_a_plugin_restart_keeps_the_running_pod_and_serves_a_new_one", "passed"),
         ("test_an_unchanged_extended_resource_pod_gets_its_device_in_the_container", "passed"),
         ("test_prepare_and_unprepare_are_called_once_and_the_claim_is_released", "passed"),
         ("test_the_container_sees_exactly_its_claimed_device_and_its_neighbour_none", "passed"),
@@ -107,6 +105,12 @@ def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tm
         r"in the other container: \[\]$",
         seen[0],
     ), seen[0]
+    [restart] = [e for e in node_cap["evidence"] if "after a plugin restart" in e]
+    assert re.search(
+        r"on ex-[01], after a plugin restart the running pod kept \['gpu-\d'\] \(0 restarts\) and "
+        r"a new pod got \['gpu-\d'\]; both unprepared after$",
+        restart,
+    ), restart
     messages, png = render_to_artifacts(out / "qualify.html", "qualify-example", tmp_path)
     assert messages == []
     assert png.stat().st_size > 50_000
@@ -114,41 +118,3 @@ def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tm
 
 def _tests(out: Path) -> list[dict[str, str]]:
     return list(json.loads((out / "summary.json").read_text())["tests"])
-
-
-def test_a_plugin_restart_keeps_running_pods_and_serves_new_ones(example: RealDriverCluster) -> None:
-    kube, ns = example.kube, "restart"
-    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    spec, _ = driver_ref(DRIVER)
-    view = spec.container_view
-    node = POOL.node_names()[0]
-    template = b.claim_template("one", ns, [b.exact_request("gpu", spec.driver_name)])
-    kube.create(template)
-
-    def pod(name: str) -> None:
-        container = view_container("main", example.image, view.command, claims=["gpu"])
-        kube.create(
-            b.pod(
-                name,
-                ns,
-                containers=[container],
-                claim_templates={"gpu": "one"},
-                node_selector={"kubernetes.io/hostname": node},
-            )
-        )
-        wait_phase(kube, ns, name, "Running")
-
-    try:
-        pod("before")
-        assert example.cluster.real is not None
-        example.cluster.real.node(node).restart("kubelet-plugin")
-        pod("after")
-
-        for name in ("before", "after"):
-            status = kube.get(*kinds.POD, name, ns)["status"]
-            assert (status["phase"], status["containerStatuses"][0]["restartCount"]) == ("Running", 0)
-            [claim] = claims_of(kube, ns, name)
-            [result] = allocated_devices(claim)
-            assert view.devices(container_output(kube, ns, name, "main")) == [result["device"]]
-    finally:
-        kube.delete(*kinds.NAMESPACE, ns)
