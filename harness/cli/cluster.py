@@ -127,7 +127,7 @@ def cmd_kind_images(args: argparse.Namespace) -> int:
     from harness.clusters.kind.images.node import build_images
 
     matrix = load_matrix()
-    print(build_images(matrix, matrix.minor(args.k8s_version or matrix.default_minor)))
+    print(build_images(matrix, matrix.minor(args.k8s_version or matrix.default_minor), harness=args.harness))
     return 0
 
 
@@ -216,4 +216,9 @@ def add_cluster_parsers(sub: Subparsers) -> None:
     p.set_defaults(func=cmd_kind_cleanup)
     p = kind.add_parser("images", help="build the local kind node image of a minor (no registry)")
     p.add_argument("-k", "--k8s-version", type=nonempty, help="minor (default: versions.toml default_minor)")
+    p.add_argument(
+        "--harness",
+        action="store_true",
+        help="also the harness image the in-cluster qualify Job and Sonobuoy plugin run",
+    )
     p.set_defaults(func=cmd_kind_images)

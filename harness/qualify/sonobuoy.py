@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import yaml
 
+from harness.clusters.kind.images.harnessimage import HARNESS_IMAGE
 from harness.kit.kube import Obj
 from harness.kit.sonobuoy import PLUGIN_NAME
-from harness.qualify.job import HARNESS_IMAGE, qualify_container
+from harness.qualify.job import qualify_container
 
 RESULTS_MOUNT = "/tmp/sonobuoy/results"  # Sonobuoy's default results directory and volume
 

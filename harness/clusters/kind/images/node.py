@@ -25,6 +25,7 @@ from harness.clusters.kind.engine import Engine, docker
 from harness.clusters.kind.images.binaries import ensure_node_binaries
 from harness.clusters.kind.images.cpimages import ensure_cp_images, kubeadm_images
 from harness.clusters.kind.images.driver import ensure_driver_archive
+from harness.clusters.kind.images.harnessimage import ensure_harness_archive
 from harness.clusters.kind.images.rootfs import ensure_rootfs, kind_pins
 from harness.controlplane.build import Progress, _stderr, cache_root, module_dir
 from harness.controlplane.nodeparts import ensure_containerd
@@ -237,15 +238,18 @@ def ensure_node_image(engine: Engine, parts: Parts, minor: Minor, progress: Prog
     return ref
 
 
-def build_images(matrix: Matrix, minor: Minor, progress: Progress = _stderr) -> str:
-    """`dra-harness kind images`: the node image of `minor` into the engine kind will use (the
-    machine's Docker, or the harness's own, started for the build and stopped after it)."""
+def build_images(matrix: Matrix, minor: Minor, progress: Progress = _stderr, *, harness: bool = False) -> str:
+    """`dra-harness kind images [--harness]`: the node image of `minor` and the fake driver's
+    image (and the harness image) into the engine kind will use (the machine's Docker, or the
+    harness's own, started for the build and stopped after it)."""
     parts = node_parts(matrix, minor, progress)  # the long builds, before any engine runs
-    driver = ensure_driver_archive(progress)
+    archives = [ensure_driver_archive(progress)]
+    archives += [ensure_harness_archive(progress)] if harness else []
     engine = Engine().start()
     try:
         ref = ensure_node_image(engine, parts, minor, progress)
-        load_archive(engine, driver, progress)
+        for archive in archives:
+            load_archive(engine, archive, progress)
         return ref
     finally:
         engine.stop()

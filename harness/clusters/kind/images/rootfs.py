@@ -67,14 +67,19 @@ def rootfs_digest(suite: str, packages: Sequence[str], mirror: str) -> str:
     return hashlib.sha256("\0".join([suite, mirror, *sorted(packages)]).encode()).hexdigest()
 
 
+def rootfs_path(name: str, suite: str, packages: Sequence[str]) -> Path:
+    """Where the tarball of these inputs is (or would be) in the cache."""
+    digest = rootfs_digest(suite, packages, apt_mirror())
+    return cache_root() / "kind" / "rootfs" / f"{name}-{suite}-{digest[:16]}.tar"
+
+
 def ensure_rootfs(name: str, suite: str, packages: Sequence[str], progress: Progress = _stderr) -> Path:
     """The tarball of `debootstrap --variant=minbase --include=packages suite`, built once per
     inputs (a lock; a killed build leaves only a temporary directory, removed next time)."""
     if shutil.which("debootstrap") is None:
         raise HarnessError("debootstrap is not installed: make kind-engine")
     mirror = apt_mirror()
-    digest = rootfs_digest(suite, packages, mirror)
-    tarball = cache_root() / "kind" / "rootfs" / f"{name}-{suite}-{digest[:16]}.tar"
+    tarball = rootfs_path(name, suite, packages)
     with build_lock(tarball, f"the {name} root filesystem", progress):
         if tarball.exists():
             return tarball
