@@ -167,6 +167,10 @@ def test_the_action_qualifies_uploads_and_cleans_up_and_a_run_that_cannot_start_
         "extended-resource": "nvidia.com/gpu",
         "suites": "suites/driver",
         "artifact-name": "qualify-acme",
+        # reach qualify's command; suites/driver runs no container (the stand-in's nodes are kwok's)
+        "container-command": "env",
+        "container-device-pattern": r"^GPU_DEVICE_\w+=(?P<device>gpu-[\w-]+)$",
+        "plugin-restart-command": "kubectl delete pod -l app=plugin --field-selector spec.nodeName={node}",
     }
 
     # what a cancelled run would leave: a namespace labelled with this run's id
@@ -188,6 +192,10 @@ def test_the_action_qualifies_uploads_and_cleans_up_and_a_run_that_cannot_start_
     assert outputs == {"verdict": "PASS", "report-path": str(temp / "dra-harness-qualify")}
     report = json.loads((temp / "dra-harness-qualify" / "qualify.json").read_text())
     assert report["totals"]["failed"] == report["totals"]["errors"] == 0
+    assert report["command"].endswith(
+        r" --container-command=env '--container-device-pattern=^GPU_DEVICE_\w+=(?P<device>gpu-[\w-]+)$' "
+        "'--plugin-restart-command=kubectl delete pod -l app=plugin --field-selector spec.nodeName={node}'"
+    ), report["command"]
     done = (temp / "dra-harness-qualify" / "done").read_text().strip()
     assert done.endswith("results.tar.gz")
     written = Path(runner.steps["kubeconfig"]["path"])
@@ -203,6 +211,7 @@ def test_the_action_qualifies_uploads_and_cleans_up_and_a_run_that_cannot_start_
     shutil.copy(standin, given)
     given.chmod(stat.S_IRUSR | stat.S_IWUSR)
     inputs = {"kubeconfig": str(given), "driver-name": "gpu.absent.example", "device-class": "absent"}
+    inputs["plugin-restart-command"] = "restart {host}"  # refused with one line before preflight
 
     runner, outcomes = run_action(inputs, temp)
 
@@ -212,3 +221,5 @@ def test_the_action_qualifies_uploads_and_cleans_up_and_a_run_that_cannot_start_
         "\n".join(runner.log)
     )
     assert given.exists()  # a path given is the caller's: not removed
+    [qualify] = [entry for entry in runner.log if entry.startswith("--- Qualify (exit 0)")]
+    assert "dra-harness: --plugin-restart-command: '{host}': only {node} may be named ('host')\n" in qualify
