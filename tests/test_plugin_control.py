@@ -15,6 +15,8 @@ from harness.clusters.realnodes import control
 from harness.core.drivers import plugin_restart_argv
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT
+from harness.kit.nodepods import restart_plugin
+from harness.kit.waits import wait_for
 
 
 def _client(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -90,3 +92,34 @@ def test_the_restart_template_names_only_the_node() -> None:
     assert plugin_restart_argv("") == ()
     with pytest.raises(ValueError, match=r"^--plugin-restart-command: '\{0\}': only \{node\} may be named"):
         plugin_restart_argv("restart {0}")
+
+
+def test_the_suites_restart_runner_fills_the_node_and_reports_a_failure_in_one_line() -> None:
+    restart_plugin(("sh", "-c", 'test "$0" = node-a', "{node}"), "node-a")
+    with pytest.raises(HarnessError) as failed:
+        restart_plugin(("sh", "-c", "echo first; echo 'no plugin on {node}' >&2; exit 3"), "node-b")
+    assert str(failed.value) == (
+        "sh -c 'echo first; echo '\"'\"'no plugin on node-b'\"'\"' >&2; exit 3': exit 3: "
+        "first | no plugin on node-b"
+    )
+
+
+def test_a_restart_command_that_never_returns_is_killed_with_its_children(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child"
+    with pytest.raises(HarnessError, match=r": no exit in 1 s: started$"):
+        restart_plugin(("sh", "-c", f"sleep 600 & echo $! > {pid_file}; echo started; wait"), "n", timeout=1)
+    status = Path(f"/proc/{int(pid_file.read_text())}/status")
+    # The pipe closes on the way out of the kernel's exit, a moment before the state says so.
+    wait_for(
+        lambda: _read_or_gone(status),
+        lambda text: text == "gone" or "(zombie)" in text,
+        timeout=10,
+        describe="the command's background child killed with its group",
+    )
+
+
+def _read_or_gone(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:  # reaped between two reads
+        return "gone"
