@@ -40,7 +40,7 @@ from harness.kit.drastate import allocated_devices, claims_of, devices_per_node,
 from harness.kit.kube import Kube, NotFoundError, Obj
 from harness.kit.nodepods import container_env, device_env, env_pod
 from harness.kit.objects import Cleanup
-from harness.kit.pods import wait_phase
+from harness.kit.pods import pod_story, wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.helmtool import built_helm
 
@@ -351,8 +351,9 @@ def test_a_pod_with_a_claim_on_the_charts_gpu_class_runs_and_sees_exactly_its_gp
     kube.create(b.claim_template("one", ns, [b.exact_request("gpu", GPU_CLASS)]))
     kube.create(env_pod("claimed", ns, DRIVER_IMAGE, node, claim_templates={"gpu": "one"}))
 
-    wait_phase(kube, ns, "claimed", "Running", timeout=POD_TIMEOUT)
+    pod = wait_phase(kube, ns, "claimed", "Running", timeout=POD_TIMEOUT)
     release.mark("claim pod Running")
+    print(pod_story(pod, kube.events(ns, "claimed")))  # the first pod's start: what it waited on
 
     [claim] = claims_of(kube, ns, "claimed")
     assert [r["driver"] for r in allocated_devices(claim)] == [DRIVER]
