@@ -304,6 +304,18 @@ def expected_env(kube: Kube, node: str, claim: Obj) -> dict[str, str]:
     return env | {VISIBLE_DEVICES_ENV: visible, CLAIM_ENV: f"{meta['namespace']}/{meta['name']}"}
 
 
+def registered(kube: Kube, node: str) -> list[str]:
+    """The kubelet's plugin_manager_total_plugins lines of the driver's registration socket in its
+    actual state of the world (registered; pkg/kubelet/pluginmanager/metrics @ v1.35.4)."""
+    status, body = kube.raw_get(f"/api/v1/nodes/{node}/proxy/metrics")
+    assert status == 200, body[:300]
+    return [
+        line
+        for line in body.splitlines()
+        if line.startswith("plugin_manager_total_plugins{") and DRIVER in line and "actual_state" in line
+    ]
+
+
 def plugin_log(kube: Kube, node: str) -> str:
     [pod] = kube.list(
         *kinds.POD,
@@ -342,6 +354,16 @@ def test_the_plugins_roll_out_on_the_workers_and_each_publishes_its_nodes_slices
         )
     assert devices_per_node(kube, DRIVER) == {n: GPUS[p] for n, p in nodes.items()}
     release.mark("every worker's slices published")
+    # A claim pod's Prepare before that fails ("DRA driver ... is not registered") and is retried
+    # only after the kubelet's backoff (~80 s seen here).
+    for node in nodes:
+        wait_for(
+            lambda node=node: registered(kube, node),  # type: ignore[misc]
+            lambda lines: any(line.endswith(" 1") for line in lines),
+            timeout=SLICES_TIMEOUT,
+            describe=f"{DRIVER}'s plugin registered with the kubelet of {node}",
+        )
+    release.mark("every worker's plugin registered with its kubelet")
 
 
 def test_a_pod_with_a_claim_on_the_charts_gpu_class_runs_and_sees_exactly_its_gpu(
