@@ -316,6 +316,15 @@ def registered(kube: Kube, node: str) -> list[str]:
     ]
 
 
+def wait_registered(kube: Kube, node: str) -> list[str]:
+    return wait_for(
+        lambda: registered(kube, node),
+        lambda lines: any(line.endswith(" 1") for line in lines),
+        timeout=SLICES_TIMEOUT,
+        describe=f"{DRIVER}'s plugin registered with the kubelet of {node}",
+    )
+
+
 def plugin_log(kube: Kube, node: str) -> str:
     [pod] = kube.list(
         *kinds.POD,
@@ -357,12 +366,7 @@ def test_the_plugins_roll_out_on_the_workers_and_each_publishes_its_nodes_slices
     # A claim pod's Prepare before that fails ("DRA driver ... is not registered") and is retried
     # only after the kubelet's backoff (~80 s seen here).
     for node in nodes:
-        wait_for(
-            lambda node=node: registered(kube, node),  # type: ignore[misc]
-            lambda lines: any(line.endswith(" 1") for line in lines),
-            timeout=SLICES_TIMEOUT,
-            describe=f"{DRIVER}'s plugin registered with the kubelet of {node}",
-        )
+        wait_registered(kube, node)
     release.mark("every worker's plugin registered with its kubelet")
 
 
