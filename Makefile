@@ -100,12 +100,17 @@ test-minors: upgradeparts
 		tests/e2e/test_cluster_real_nodes.py $(PYTEST_ARGS)
 	$(BIN)/pytest --every-minor -m every_minor suites/upgrade $(PYTEST_ARGS)
 
-# The Helm chart's tests (tests/test_chart.py, tests/e2e/test_chart_install.py) with helm built
-# from the module proxy (versions.toml [tools.helm]): its cold build (~13 min) is kept out of
-# `make test`, where those tests skip saying so.
+# The Helm chart's tests with helm built from the module proxy (versions.toml [tools.helm]): its cold
+# build (~13 min) is kept out of `make test`, which leaves these tests out. tests/test_chart.py
+# (no cluster), tests/e2e/test_chart_install.py (a local cluster, kwok fleet) and
+# tests/e2e/test_chart_kind.py (`helm install` on a kind cluster of the harness's engine: the
+# plugins in pods on the workers, a claim pod and a bridged pod see their GPUs, uninstall leaves
+# nothing; it needs kind-engine and kind-images' parts, which `make test` builds, and skips
+# naming the target without them).
 test-chart: controlplane
 	$(BIN)/dra-harness tool path helm
-	$(BIN)/pytest tests/test_chart.py tests/e2e/test_chart_install.py $(PYTEST_ARGS)
+	$(BIN)/pytest tests/test_chart.py tests/e2e/test_chart_install.py tests/e2e/test_chart_kind.py \
+		$(PYTEST_ARGS)
 
 # NVIDIA's real DRA driver (gpu-kubelet-plugin v0.4.1) on 2 real nodes with fake driver roots
 # (issue 35): its part (the plugin, the NVML stand-in nvmlstub/, nvidia-cdi-hook) takes ~8 cold

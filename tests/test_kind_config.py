@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -167,6 +168,24 @@ def test_provider_without_docker_engine_refuses_before_running_kind(
     assert calls == [["docker", "info", "--format", "{{.ServerVersion}}"]]
     assert p.name == "dra-harness-1-36-dra-all"
     assert not p.config_path.exists()
+
+
+def test_without_driver_manifests_the_driver_image_is_loaded_and_nothing_applied(tmp_path: Path) -> None:
+    """driver_manifests=False leaves the driver to the caller (the chart, with helm)."""
+    calls: list[list[str]] = []
+
+    def runner(cmd: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        calls.append(list(cmd))
+        return subprocess.CompletedProcess(list(cmd), 0, "", "")
+
+    for manifests in (False, True):
+        calls.clear()
+        p = KindProvider(run_dir=tmp_path, runner=runner, kwok=False, driver_manifests=manifests)
+        p._kind = SimpleNamespace(kind_path=Path("/k/kind"))
+        p.deploy_driver("img:1", Path("/k/kubectl"))
+        load = ["/k/kind", "load", "docker-image", "--name", p.name, "img:1"]
+        verbs = [c[3] for c in calls[1:]]
+        assert (calls[0], verbs) == (load, ["apply", "-n", "-n"] if manifests else [])
 
 
 def test_docker_cli_missing_is_its_own_reason(monkeypatch: pytest.MonkeyPatch) -> None:

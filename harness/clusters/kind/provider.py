@@ -15,7 +15,8 @@ at once, clusters on the machine's Docker by age::
 Where no Docker daemon answers, start() starts the harness's own engine
 (harness.clusters.kind.engine) and stop() stops it; ``start_engine=False`` refuses instead.
 With ``$DRA_HARNESS_DRIVER_IMAGE`` set, start() also loads that image into the nodes and
-deploys the fake driver (deploy/manifests) with it.
+deploys the fake driver (deploy/manifests) with it; ``driver_manifests=False`` only loads it (the
+caller installs the driver, e.g. the chart with helm).
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ class KindProvider:
         runner: Runner = run_command,
         start_engine: bool = True,
         kwok: bool = True,
+        driver_manifests: bool = True,
     ) -> None:
         self.matrix = matrix or load_matrix()
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
@@ -143,6 +145,7 @@ class KindProvider:
         self.pools = tuple(pools)
         self.name = name or cluster_name(self.minor, self.profile)
         self.driver_image = driver_image or os.environ.get("DRA_HARNESS_DRIVER_IMAGE") or None
+        self.driver_manifests = driver_manifests  # False: the image loaded, deploy/manifests not applied
         self.runner = runner
         self.start_engine = start_engine
         self.engine: Engine | None = None  # ours, where no Docker answered
@@ -268,6 +271,8 @@ class KindProvider:
     def deploy_driver(self, image: str, kubectl: Path) -> None:
         """kind load the driver image and apply deploy/manifests with it; wait for the rollout."""
         self._check([str(self._kind.kind_path), "load", "docker-image", "--name", self.name, image])
+        if not self.driver_manifests:
+            return
         rendered = self.run_dir / "manifests"
         rendered.mkdir(exist_ok=True)
         for src in sorted(MANIFESTS.glob("*.yaml")):
