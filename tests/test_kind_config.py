@@ -29,7 +29,8 @@ from harness.clusters.kind.config import (
     config_problems,
     render_kind_config,
 )
-from harness.clusters.kind.provider import KindProvider, cleanup, docker_problem, find_binary, parse_age
+from harness.clusters.kind.leftovers import cleanup, parse_age
+from harness.clusters.kind.provider import KindProvider, docker_problem, find_binary
 from harness.clusters.nodes import POOL_LABEL
 from harness.clusters.providers import make_cluster
 from harness.controlplane.build import binary_path

@@ -116,7 +116,7 @@ def cmd_cluster_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_kind_cleanup(args: argparse.Namespace) -> int:
-    from harness.clusters.kind.provider import cleanup_leftovers
+    from harness.clusters.kind.leftovers import cleanup_leftovers
 
     for line in cleanup_leftovers(args.older_than, args.kind_bin, args.dry_run):
         print(line)

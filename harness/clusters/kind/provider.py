@@ -9,8 +9,7 @@ deleted on stop() unless kept (``--keep-cluster``), a kept one of the same name 
 Leftovers of killed runs: the harness's own engines (and everything in them) are given back
 at once, clusters on the machine's Docker by age::
 
-    dra-harness kind cleanup --older-than 6h [--dry-run]
-    python -m harness.clusters.kind.provider cleanup [--older-than 6h] [--dry-run]
+    dra-harness kind cleanup --older-than 6h [--dry-run]     (harness.clusters.kind.leftovers)
 
 Where no Docker daemon answers, start() starts the harness's own engine
 (harness.clusters.kind.engine) and stop() stops it; ``start_engine=False`` refuses instead.
@@ -28,15 +27,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from harness.clusters.base import Cell
 from harness.clusters.existing import ExistingCluster
-from harness.clusters.host import state as hoststate
 from harness.clusters.kind.config import (
-    CLUSTER_PREFIX,
     DEFAULT_POOLS,
     KindPoolSpec,
     cluster_name,
@@ -64,7 +60,7 @@ def run_command(cmd: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(cmd), capture_output=True, text=True, check=False)
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
 
@@ -96,7 +92,7 @@ def docker_problem(runner: Runner = run_command, docker: str = "docker") -> str 
         return "no Docker engine: the docker CLI is not installed"
     out = runner([docker, "info", "--format", "{{.ServerVersion}}"])
     if out.returncode != 0:
-        return f"no Docker engine: {_last_line(out.stderr) or f'docker info exited {out.returncode}'}"
+        return f"no Docker engine: {last_line(out.stderr) or f'docker info exited {out.returncode}'}"
     return None
 
 
@@ -104,7 +100,7 @@ def kind_version(kind: Path, runner: Runner = run_command) -> str:
     out = runner([str(kind), "version"])
     m = re.search(r"\bv\d+\.\d+\.\d+\S*", out.stdout)
     if out.returncode != 0 or m is None:
-        raise HarnessError(f"`{kind} version` failed: {_last_line(out.stderr or out.stdout)}")
+        raise HarnessError(f"`{kind} version` failed: {last_line(out.stderr or out.stdout)}")
     return m.group(0)
 
 
@@ -287,7 +283,7 @@ class KindProvider:
     def _check(self, cmd: Sequence[str]) -> None:
         out = self.runner(cmd)
         if out.returncode != 0:
-            raise HarnessError(f"{' '.join(cmd[:3])} ... failed: {_last_line(out.stderr or out.stdout)}")
+            raise HarnessError(f"{' '.join(cmd[:3])} ... failed: {last_line(out.stderr or out.stdout)}")
 
     def stop(self) -> None:
         if self._kwok is not None:
@@ -300,106 +296,3 @@ class KindProvider:
     def cell(self) -> Cell:
         assert self._cell is not None, "call start() first"
         return self._cell
-
-
-# --- leftovers ---------------------------------------------------------------------------
-
-
-def parse_age(text: str) -> timedelta:
-    m = re.fullmatch(r"(\d+)([smhd])", text.strip())
-    if m is None:
-        raise HarnessError(f"age {text!r} is not like 30m, 6h or 2d")
-    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[m.group(2)]
-    try:
-        return timedelta(**{unit: int(m.group(1))})
-    except OverflowError:  # past timedelta's 999,999,999 days
-        raise HarnessError(f"age {text!r} is too large: at most {timedelta.max.days}d") from None
-
-
-def _docker_time(text: str) -> datetime:
-    """Docker's RFC 3339 with nanoseconds ('2026-01-02T03:04:05.123456789Z') -> aware datetime."""
-    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)", text.strip())
-    if m is None:
-        raise HarnessError(f"unexpected docker time {text!r}")
-    frac = (m.group(2) or ".0")[:7]
-    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
-    return datetime.fromisoformat(f"{m.group(1)}{frac}{tz}")
-
-
-def leftover_clusters(
-    older_than: timedelta, *, kind: Path, now: datetime, runner: Runner = run_command
-) -> list[tuple[str, datetime]]:
-    """The harness's kind clusters (name prefix) whose control plane is older than the age."""
-    out = runner([str(kind), "get", "clusters"])
-    if out.returncode != 0:
-        raise HarnessError(f"kind get clusters failed: {_last_line(out.stderr)}")
-    old: list[tuple[str, datetime]] = []
-    for name in out.stdout.split():
-        if not name.startswith(CLUSTER_PREFIX):
-            continue
-        inspect = runner(["docker", "inspect", "--format", "{{.Created}}", f"{name}-control-plane"])
-        if inspect.returncode != 0:
-            continue  # no control-plane container: not a cluster kind created completely
-        created = _docker_time(inspect.stdout)
-        if now - created > older_than:
-            old.append((name, created))
-    return old
-
-
-def cleanup(
-    older_than: timedelta,
-    *,
-    kind: Path,
-    now: datetime | None = None,
-    dry_run: bool = False,
-    runner: Runner = run_command,
-) -> list[str]:
-    """Delete leftover clusters; returns their names."""
-    old = leftover_clusters(older_than, kind=kind, now=now or datetime.now(UTC), runner=runner)
-    for name, _ in old:
-        if not dry_run:
-            out = runner([str(kind), "delete", "cluster", "--name", name])
-            if out.returncode != 0:
-                raise HarnessError(f"kind delete cluster --name {name} failed: {_last_line(out.stderr)}")
-    return [name for name, _ in old]
-
-
-def cleanup_leftovers(older_than: str, kind_bin: str | None = None, dry_run: bool = False) -> list[str]:
-    """What `kind cleanup` did, a line each: engines (host slots) of killed runs given back, then
-    the harness's clusters older than the age on the machine's Docker."""
-    age = parse_age(older_than)
-    lines = []
-    if not dry_run:
-        reaped = hoststate.reap_stale()
-        lines += [f"gave back host slot {s.tag} of a killed run (engine or real nodes)" for s in reaped]
-    problem = docker_problem()
-    if problem is not None:
-        return [*lines, f"no kind clusters to delete: {problem}"]
-    kind = find_binary("kind", kind_bin, "DRA_HARNESS_KIND", kind_hint(load_matrix()))
-    names = cleanup(age, kind=kind, dry_run=dry_run)
-    verb = "would delete" if dry_run else "deleted"
-    lines += [f"{verb} {name}" for name in names]
-    return lines or [f"no {CLUSTER_PREFIX}* kind cluster is older than {older_than}"]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m harness.clusters.kind.provider")
-    sub = parser.add_subparsers(dest="action", required=True)
-    p = sub.add_parser("cleanup", help="give back engines of killed runs; delete old dra-harness-* clusters")
-    p.add_argument("--older-than", default="6h", help="e.g. 30m, 6h, 2d (default 6h)")
-    p.add_argument("--kind-bin", help="kind binary (default: $DRA_HARNESS_KIND or PATH)")
-    p.add_argument("--dry-run", action="store_true", help="only list them")
-    args = parser.parse_args(argv)
-    try:
-        for line in cleanup_leftovers(args.older_than, args.kind_bin, args.dry_run):
-            print(line)
-    except HarnessError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
