@@ -67,6 +67,7 @@ def test_a_pool_of_a_minor_whose_kubelet_is_not_built_is_one_line(
         f"`dra-harness controlplane build -k {minor.name} --nodes` (or `make nodeparts K8S={minor.name}`)"
     )
     assert cluster.components == {}
+    assert not cluster.run_dir.exists()  # the temporary run dir it made is gone with the refusal
 
 
 def test_a_kubelet_versions_toml_calls_unavailable_is_refused_with_its_reason_before_any_go_command(

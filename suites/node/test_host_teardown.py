@@ -32,7 +32,8 @@ OWNER = """
 import pathlib, signal, sys
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.pools import RealPoolSpec
-with LocalCluster(real_pools=[RealPoolSpec("t", count=1, gpus=1)]) as cluster:
+run_dir = pathlib.Path(sys.argv[2])  # the test's own: a SIGKILLed owner cannot remove it
+with LocalCluster(real_pools=[RealPoolSpec("t", count=1, gpus=1)], run_dir=run_dir) as cluster:
     pathlib.Path(sys.argv[1]).write_text(str(cluster.kubeconfig))
     signal.pause()
 """
@@ -49,7 +50,10 @@ def owner(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """The owner process and the file it writes its kubeconfig to once its node is up; stopped
     at the end if the test did not signal it."""
     ready = tmp_path / "kubeconfig"
-    proc = subprocess.Popen([sys.executable, "-c", OWNER, str(ready)], stdout=subprocess.DEVNULL)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    argv = [sys.executable, "-c", OWNER, str(ready), str(run_dir)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
     yield proc, ready
     if proc.poll() is None:
         proc.terminate()

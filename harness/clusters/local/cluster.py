@@ -31,6 +31,7 @@ from harness.clusters.host.kubeconfig import write_kubeconfig
 from harness.clusters.host.pki import ClusterPKI, generate_pki
 from harness.clusters.host.ports import Ports, free_port
 from harness.clusters.host.processes import ManagedProcess, install_signal_teardown
+from harness.clusters.host.rundirs import runs_root
 from harness.clusters.local.components import BY_NAME, Tuning
 from harness.clusters.local.kubelets import DEFAULT_KUBELET_MODE
 from harness.clusters.local.upgrade import upgrade
@@ -67,7 +68,7 @@ class LocalCluster:
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
         self.profile: GateProfile = self.minor.profile(profile or self.matrix.default_profile)
         self._own_run_dir = run_dir is None
-        self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix=f"dra-harness-{self.minor.name}-"))
+        self.run_dir = run_dir or _temporary_run_dir(self.minor.name)
         self.keep_run_dir = keep_run_dir
         self.ports = Ports()
         self.components: dict[str, ManagedProcess] = {}
@@ -115,16 +116,16 @@ class LocalCluster:
 
     def start(self) -> LocalCluster:
         install_signal_teardown()
-        self._binary = ensure_controlplane(self.minor)
-        self._kwok = ensure_kwok(self.matrix)
-        self.known_gates = known_gates(self._binary)
-        validate_profile(self.minor, self.profile, self.known_gates)
-        if self.real_pools:  # before anything starts: a missing part is one line, nothing to undo
-            parts = real_node_parts(self.matrix, self.minor, self.real_pools)
-            # Each kubelet gets its own minor's gate profile: an older one refuses newer gates.
-            gates = {m: self.matrix.minor(m).profile(self.profile.name).gates for m in parts}
-            self.real = RealNodes(self.real_pools, parts, self.run_dir, gates)
-        try:
+        try:  # a refusal before anything starts still removes the run dir this cluster made
+            self._binary = ensure_controlplane(self.minor)
+            self._kwok = ensure_kwok(self.matrix)
+            self.known_gates = known_gates(self._binary)
+            validate_profile(self.minor, self.profile, self.known_gates)
+            if self.real_pools:  # before anything starts: a missing part is one line
+                parts = real_node_parts(self.matrix, self.minor, self.real_pools)
+                # Each kubelet gets its own minor's gate profile: an older one refuses newer gates.
+                gates = {m: self.matrix.minor(m).profile(self.profile.name).gates for m in parts}
+                self.real = RealNodes(self.real_pools, parts, self.run_dir, gates)
             self._start_all()
         except BaseException:
             self.stop()
@@ -330,6 +331,14 @@ class ClusterState(TypedDict):
     pids: dict[str, int]  # per running component
     ports: dict[str, int]  # Ports' fields
     run_dir: str
+
+
+def _temporary_run_dir(minor: str) -> Path:
+    """Under the harness's runs root, not /tmp: an owner killed outright (SIGKILL) cannot remove
+    it, and prune_old_runs does once its PKI has expired."""
+    root = runs_root()
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"dra-harness-{minor}-", dir=root))
 
 
 def write_state(run_dir: Path, state: ClusterState) -> None:
