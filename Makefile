@@ -85,7 +85,7 @@ TEST_WORKERS ?= 4
 test: venv
 	@.ci/phase lint $(MAKE) --no-print-directory lint
 	@.ci/phase parts $(MAKE) --no-print-directory parts
-	@# own_target tests need a part only their own target builds (make test-chart, test-nvidia)
+	@# own_target tests need a part only their own target builds (make test-chart, test-kind-qualify)
 	@.ci/phase pytest $(BIN)/pytest tests suites -n $(TEST_WORKERS) -m 'not own_target' \
 		$(K8S:%=--k8s-version=%) $(GATES:%=--gates=%) $(PYTEST_ARGS)
 
@@ -112,16 +112,15 @@ test-chart: controlplane
 	$(BIN)/pytest tests/test_chart.py tests/e2e/test_chart_install.py tests/e2e/test_chart_kind.py \
 		$(PYTEST_ARGS)
 
-# NVIDIA's real DRA driver (gpu-kubelet-plugin v0.4.1) on 2 real nodes with fake driver roots
-# (issue 35): its part (the plugin, the NVML stand-in nvmlstub/, nvidia-cdi-hook) takes ~8 cold
-# minutes on 2 cores and its tests ~6 more, beyond what `make test`'s 45-minute budget has left,
-# so they run here: the stand-in's exports, the driver root, slices, a claim's container,
-# the nvidia-v0.4 personality against the real slices, qualify, and static MIG on an A100.
+# NVIDIA's real DRA driver alone (gpu-kubelet-plugin v0.4.1, the NVML stand-in nvmlstub/,
+# nvidia-cdi-hook; `make test` builds and tests it too, versions.toml [test] drivers): the
+# stand-in's exports, the driver root, and on 2 real nodes (8 H100s, 8 A100s with static MIG on
+# two) slices, claims' containers, the nvidia-v0.4 personality against the real slices, qualify.
 NVIDIA_DRIVER := nvidia@v0.4.1
 test-nvidia: nodeparts
 	$(BIN)/dra-harness parts build drivers --driver=$(NVIDIA_DRIVER)
 	$(BIN)/pytest tests/test_nvml_exports.py tests/test_nvidia_root.py tests/test_nvidia_mig_root.py \
-		tests/e2e/test_nvidia_real_driver.py tests/e2e/test_nvidia_real_mig.py -n 0 $(PYTEST_ARGS)
+		tests/e2e/test_nvidia_real_driver.py -n 0 $(PYTEST_ARGS)
 
 # `dra-harness qualify` as its in-cluster Job (deploy/qualify) on a kind cluster of our own with the
 # stand-in driver (tests/e2e/test_qualify_kind_job.py). Beyond what `make test` builds (the kind node

@@ -1,19 +1,29 @@
-"""What a test of a real driver on real nodes needs built (the real nodes' parts and the
-driver's plugin), as the one line its skip names, or None when all is there."""
+"""A real driver on real nodes, for the e2e tests of drivers nobody here wrote: what they need
+built (the real nodes' parts and the driver's plugin), as the one line their skip names; the
+cluster (a local control plane with the driver's pools) and `dra-harness qualify` against it."""
 
 from __future__ import annotations
 
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from harness.clusters.host.state import missing_requirement
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.realnodes.control import plugin_restarter, serving
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.controlplane.nodeparts import containerd_built, kubelet_built
 from harness.core.drivers import driver_ref
+from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT, load_matrix
+from harness.kit.kube import Kube
 
 
 def real_driver_missing(ref: str) -> str | None:
@@ -40,3 +50,46 @@ def run_qualify(
     argv += [f"--plugin-restart-command={shlex.join(restart)}"] if restart else []
     argv += [f"--suite={s}" for s in suites]
     return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1500, check=False)
+
+
+@dataclass
+class RealDriverCluster:
+    cluster: LocalCluster
+    kube: Kube
+
+    @property
+    def image(self) -> str:
+        """The busybox the real nodes load: the container image of the node side's pods."""
+        assert self.cluster.real is not None
+        return next(iter(self.cluster.real.parts.values())).busybox_ref
+
+    @property
+    def roots(self) -> dict[str, Path]:
+        """Each node's fake driver root, for drivers that have one (NVIDIA's)."""
+        assert self.cluster.real is not None
+        return {name: r for name, n in self.cluster.real.nodes.items() if (r := n.driver_root) is not None}
+
+    def qualify(
+        self, driver: str, out: Path, suites: tuple[str, ...] = ()
+    ) -> subprocess.CompletedProcess[str]:
+        """`dra-harness qualify` with this process restarting the plugins (the nodes' owner)."""
+        assert self.cluster.real is not None
+        with serving(plugin_restarter(self.cluster.real)) as restart:
+            return run_qualify(self.cluster.kubeconfig, driver, self.image, out, tuple(suites), restart)
+
+
+@contextmanager
+def real_driver_cluster(run_dir: Path, pools: Sequence[RealPoolSpec]) -> Iterator[RealDriverCluster]:
+    """A dra-all cluster (the personalities are compared with every gate on) with `pools`;
+    a start that fails fails the test in one line, having undone what it started."""
+    cluster = LocalCluster(profile="dra-all", run_dir=run_dir, real_pools=list(pools))
+    try:
+        cluster.start()
+    except HarnessError as err:
+        pytest.fail(f"real nodes: {err}", pytrace=False)
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    try:
+        yield RealDriverCluster(cluster, kube)
+    finally:
+        kube.close()
+        cluster.stop()

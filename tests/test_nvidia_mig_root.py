@@ -25,7 +25,7 @@ from harness.clusters.realnodes.nvidiamig import (
 from harness.clusters.realnodes.nvidiaroot import make_driver_root, remove_driver_root, sysfs_binds
 from harness.controlplane.nvidiaparts import RootParts
 from harness.core.errors import HarnessError
-from tests.test_nvidia_root import NEEDS_NVIDIA, parts  # noqa: F401  (the fixture)
+from tests.test_nvidia_root import parts  # noqa: F401  (the fixture)
 
 A100 = "a100-80gb-pcie"
 LAYOUT = {"mode": "static", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"], "gpus": [0, 1]}
@@ -86,7 +86,6 @@ def test_proc_devices_gains_nvidia_caps(tmp_path: Path) -> None:
     )
 
 
-@NEEDS_NVIDIA
 def test_the_root_has_each_mig_devices_capabilities_and_goes_whole(parts: RootParts, tmp_path: Path) -> None:  # noqa: F811
     root = make_driver_root(tmp_path / "r", "n-0", parts, profile=A100, gpus=2, mig={**LAYOUT, "gpus": [1]})
     caps = {
@@ -103,7 +102,6 @@ def test_the_root_has_each_mig_devices_capabilities_and_goes_whole(parts: RootPa
     assert not root.exists()
 
 
-@NEEDS_NVIDIA
 def test_a_profile_nvml_callers_would_name_otherwise_is_refused_in_one_line(
     parts: RootParts,  # noqa: F811
     tmp_path: Path,

@@ -31,9 +31,6 @@ from harness.core.drivers import load_drivers, parse_drivers
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT, VersionsError
 
-NEEDS_NVIDIA = pytest.mark.own_target(
-    "test-nvidia"
-)  # make test leaves these out: test-nvidia builds the plugin
 
 SPEC = load_drivers()["nvidia"]
 
@@ -70,7 +67,6 @@ def test_the_config_is_the_profile_with_uuids_of_the_node() -> None:
     assert cuda_version_number("12.8") == 12080
 
 
-@NEEDS_NVIDIA
 def test_the_root_holds_what_the_plugin_looks_for_and_goes_whole(parts: RootParts, tmp_path: Path) -> None:
     root = make_driver_root(tmp_path / "r", "n-0", parts, profile="h100-80gb-hbm3", gpus=3)
     devices = {
@@ -108,7 +104,6 @@ def test_the_root_holds_what_the_plugin_looks_for_and_goes_whole(parts: RootPart
     assert DEFAULT_CUDA_DRIVER_VERSION  # the config's CUDA version: fake_driver.fleet's default
 
 
-@NEEDS_NVIDIA
 def test_a_profile_the_stand_in_cannot_serve_is_refused_in_one_line(parts: RootParts, tmp_path: Path) -> None:
     # 256 GPUs: the last one would need minor 255, nvidiactl's.
     with pytest.raises(HarnessError) as err:
@@ -120,7 +115,6 @@ def test_a_profile_the_stand_in_cannot_serve_is_refused_in_one_line(parts: RootP
     assert not (tmp_path / "r").exists()
 
 
-@NEEDS_NVIDIA
 def test_the_stand_in_refuses_an_architecture_it_has_no_nvml_value_for(
     parts: RootParts, tmp_path: Path
 ) -> None:

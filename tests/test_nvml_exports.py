@@ -14,9 +14,6 @@ from harness.controlplane.nvidiaparts import NVML_SONAME, root_parts_built
 from harness.core.drivers import load_drivers
 from tests.nvml_calls import plugin_nvml_needs
 
-NEEDS_NVIDIA = pytest.mark.own_target(
-    "test-nvidia"
-)  # make test leaves these out: test-nvidia builds the plugin
 
 SPEC = load_drivers()["nvidia"]
 
@@ -31,7 +28,6 @@ def _soname(library: str) -> str:
     return next(line.split("[")[1].rstrip("]") for line in done.stdout.splitlines() if "(SONAME)" in line)
 
 
-@NEEDS_NVIDIA
 def test_the_stand_in_exports_every_nvml_function_the_plugin_can_call() -> None:
     parts = root_parts_built(SPEC.root)
     if parts is None or driver_built(SPEC, SPEC.default) is None:  # the plugin's modules, read below

@@ -1,10 +1,13 @@
 """NVIDIA's real DRA driver without a GPU: gpu-kubelet-plugin v0.4.1 (versions.toml
-[drivers.nvidia]) on 2 real nodes, 8 H100s on one and 8 A100s on the other, each node with a
-fake driver root whose libnvidia-ml.so.1 is the project's stand-in fed by the fake driver's GPU
-profile. The slices it publishes carry the profile's GPUs; a claim's container sees exactly
-/dev/nvidia<N> of its GPU; the nvidia-v0.4 personality renders the same slices field by field
-(every difference fixed or in ALLOWED with its reason); the roots, device nodes included, are
-gone after teardown.
+[drivers.nvidia]) on 2 real nodes, 8 H100s on one and 8 A100s on the other with static MIG on two
+of them (tests/nvidiareal.py), each node with a fake driver root whose libnvidia-ml.so.1 is the
+project's stand-in fed by the fake driver's GPU profile. The slices it publishes carry the
+profile's GPUs and the layout's MIG devices; a claim's container sees exactly /dev/nvidia<N> of
+its GPU, or the parent's and the MIG device's capability nodes; the nvidia-v0.4 personality
+renders the same slices field by field (every difference fixed or in ALLOWED with its reason);
+qualify gives a verdict per capability; the roots, device nodes included, are gone after teardown.
+Static MIG in v0.4.1 publishes no counters (cmd/gpu-kubelet-plugin/driver.go publishResources,
+deviceinfo.go MigDeviceInfo.GetDevice).
 """
 
 from __future__ import annotations
@@ -13,22 +16,16 @@ import json
 import re
 import shlex
 import stat
-import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from fake_driver.apilimits import parse_minor
-from fake_driver.fleet import fleet_from_dict
 from fake_driver.legacy import LEGACY_RESOURCE
-from fake_driver.profiles import get_profile, gpu_uuid
-from fake_driver.slices import render_node
-from harness.clusters.local.cluster import LocalCluster
+from fake_driver.profiles import MIB, get_profile, gpu_uuid
 from harness.clusters.realnodes import node as realnode
+from harness.clusters.realnodes.nvidiamig import caps_minors, mig_device_uuid, parse_mig
 from harness.clusters.realnodes.nvidiaroot import make_root, nvml_calls
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.drivers import driver_ref
@@ -37,100 +34,70 @@ from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.checks.detectors import Severity, detect_double_stack
 from harness.kit.drastate import allocated_devices, claims_of
-from harness.kit.kube import Kube
+from harness.kit.kube import parse_quantity
 from harness.kit.nodepods import container_env, container_output, env_pod, view_container
 from harness.kit.pods import wait_phase
-from tests.fake_driver.slicediff import Difference, matches, slice_differences
-from tests.fake_driver.slicediff import Path as DiffPath
+from tests.fake_driver.slicediff import slice_differences
 from tests.fake_driver.test_fd_real_fidelity import published
-from tests.realdriver import real_driver_missing, run_qualify
-
-pytestmark = [pytest.mark.own_target("test-nvidia"), pytest.mark.real_node]
-
-DRIVER = "nvidia@v0.4.1"
-PERSONALITY = "nvidia-v0.4"
-GPUS = 8
-POOLS = (
-    RealPoolSpec("h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER),
-    RealPoolSpec("a100", count=1, gpus=GPUS, profile="a100-40gb", driver=DRIVER),
+from tests.nvidiareal import (
+    ALLOWED,
+    DRIVER,
+    MIG_NODE,
+    POOLS,
+    allowed,
+    cdi_env,
+    device_names,
+    mig_devices,
+    node_of,
+    rendered,
+    split_gpus,
 )
+from tests.realdriver import RealDriverCluster, real_driver_cluster, real_driver_missing
 
-NODE_SIDE_SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices")
+pytestmark = [pytest.mark.real_node]
+
 QUALIFY_VERDICTS = {
     "bridging": "PASS",
     "mixed-pools": "PASS",
-    "partitions": "NOT SUPPORTED",  # full GPUs only: the stand-in has MIG off
+    "partitions": "PASS",
     "prioritized-list": "PASS",
     "cel-selectors": "PASS",
     "consumable-capacity": "NOT SUPPORTED",
-    "gang": "NOT TESTED",  # suites/gang is not in this run
-    "failure-modes": "NOT TESTED",  # suite not run here
+    "gang": "PASS",
+    "failure-modes": "PASS",
     "node-side": "PASS",
 }
 
-# Differences kept on purpose: (path pattern, "*" = any one segment) -> why.
-ALLOWED: dict[DiffPath, str] = {
-    ("*", "metadata", "labels", "dra-harness.io/managed-by"): (
-        "the fake labels every object it writes as the harness's (fake_driver/ownership.py), so "
-        "cleanup and leak checks find them; the real driver's slices carry no labels"
-    ),
-}
-
-
-def _missing() -> str | None:
-    return real_driver_missing(DRIVER)
-
-
-@dataclass
-class NvidiaCluster:
-    cluster: LocalCluster
-    kube: Kube
-    roots: dict[str, Path]  # node -> its fake driver root
-
-    @property
-    def image(self) -> str:
-        assert self.cluster.real is not None
-        return next(iter(self.cluster.real.parts.values())).busybox_ref
-
 
 @pytest.fixture(scope="module")
-def nvidia(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NvidiaCluster]:
-    why = _missing()
-    if why:
+def nvidia(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
+    if why := real_driver_missing(DRIVER):
         pytest.skip(why)
     run_dir = tmp_path_factory.mktemp("nvidia")
-    # dra-all: what the personality renders is compared with all gates on, as for the example.
-    cluster = LocalCluster(profile="dra-all", run_dir=run_dir, real_pools=list(POOLS))
-    try:
-        cluster.start()
-    except HarnessError as err:  # start() has undone what it started
-        pytest.fail(f"real nodes: {err}", pytrace=False)
-    assert cluster.real is not None
-    roots = {name: root for name, n in cluster.real.nodes.items() if (root := n.driver_root) is not None}
-    kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    try:
-        yield NvidiaCluster(cluster, kube, roots)
-    finally:
-        kube.close()
-        cluster.stop()
+    with real_driver_cluster(run_dir, POOLS) as env:
+        roots = env.roots
+        yield env
     # The roots' device nodes were made with mknod: none may outlive the cluster.
     left = [str(p) for p in run_dir.rglob("*") if stat.S_ISCHR(p.lstat().st_mode)]
     assert (sorted(roots), left, [r for r in roots.values() if r.exists()]) == (["a100-0", "h100-0"], [], [])
 
 
-def _node(pool: RealPoolSpec) -> str:
-    return pool.node_names()[0]
+def _devices(env: RealDriverCluster, node: str) -> dict[str, dict[str, Any]]:
+    return {
+        d["name"]: d
+        for s in published(env.kube, "gpu.nvidia.com", node)
+        for d in s["spec"].get("devices", [])
+    }
 
 
 @pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
 def test_the_plugin_publishes_the_profiles_gpus_with_node_unique_uuids(
-    nvidia: NvidiaCluster, pool: RealPoolSpec
+    nvidia: RealDriverCluster, pool: RealPoolSpec
 ) -> None:
-    node, hw = _node(pool), get_profile(pool.profile)
-    [slice_] = published(nvidia.kube, "gpu.nvidia.com", node)
-    devices = {d["name"]: d for d in slice_["spec"]["devices"]}
-    assert sorted(devices) == sorted(f"gpu-{i}" for i in range(GPUS))
-    for i in range(GPUS):
+    node, hw = node_of(pool), get_profile(pool.profile)
+    devices = _devices(nvidia, node)
+    assert sorted(devices) == device_names(pool)
+    for i in [i for i in range(pool.gpus) if i not in split_gpus(pool)]:
         attrs = devices[f"gpu-{i}"]["attributes"]
         assert (attrs["type"], attrs["uuid"], attrs["productName"]) == (
             {"string": "gpu"},
@@ -141,8 +108,34 @@ def test_the_plugin_publishes_the_profiles_gpus_with_node_unique_uuids(
     assert {"nvmlInitWithFlags", "nvmlDeviceGetCount_v2", "nvmlDeviceGetUUID"} <= set(calls), calls
 
 
-def test_a_claim_container_sees_exactly_its_gpu_device_node(nvidia: NvidiaCluster) -> None:
-    kube, ns, node = nvidia.kube, "nv-view", _node(POOLS[0])
+def test_the_plugin_publishes_the_layouts_mig_devices(nvidia: RealDriverCluster) -> None:
+    pool = POOLS[1]
+    hw, devices = get_profile(pool.profile), _devices(nvidia, MIG_NODE)
+    placements = {p.start: p for p in parse_mig(pool.profile, pool.gpus, pool.mig, MIG_NODE).placements}
+    for parent in split_gpus(pool):
+        for name, (profile, start, size) in mig_devices(parent).items():
+            m, attrs, capacity = (
+                hw.mig_profile(profile),
+                devices[name]["attributes"],
+                devices[name]["capacity"],
+            )
+            assert (attrs["type"], attrs["profile"], attrs["parentUUID"], attrs["uuid"]) == (
+                {"string": "mig"},
+                {"string": profile},
+                {"string": gpu_uuid(MIG_NODE, parent)},
+                {"string": mig_device_uuid(MIG_NODE, parent, placements[start])},
+            )
+            assert parse_quantity(capacity["memory"]["value"]) == m.memory_mib * MIB
+            assert parse_quantity(capacity["multiprocessors"]["value"]) == m.multiprocessors
+            slices = sorted(k for k in capacity if k.startswith("memorySlice"))
+            assert slices == [f"memorySlice{s}" for s in range(start, start + size)]
+            assert "consumesCounters" not in devices[name]  # static MIG: no counters in v0.4.1
+    calls = set(nvml_calls(nvidia.roots[MIG_NODE]))
+    assert {"nvmlDeviceGetMigMode", "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlGpuInstanceGetInfo"} <= calls
+
+
+def test_a_claim_container_sees_exactly_its_gpu_device_node(nvidia: RealDriverCluster) -> None:
+    kube, ns, node = nvidia.kube, "nv-view", node_of(POOLS[0])
     spec, _ = driver_ref(DRIVER)
     view = spec.container_view
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -161,73 +154,70 @@ def test_a_claim_container_sees_exactly_its_gpu_device_node(nvidia: NvidiaCluste
         output = container_output(kube, ns, "p", "main")
         assert view.devices(output) == [result["device"]]
         env = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
-        spec_env = _cdi_env(nvidia, node, claim["metadata"]["uid"])
+        spec_env = cdi_env(nvidia, node, claim["metadata"]["uid"])
         assert "NVIDIA_VISIBLE_DEVICES" in spec_env, spec_env
         assert env["NVIDIA_VISIBLE_DEVICES"] == spec_env["NVIDIA_VISIBLE_DEVICES"]
     finally:
         kube.delete(*kinds.NAMESPACE, ns)
 
 
-def _cdi_env(nvidia: NvidiaCluster, node: str, claim_uid: str) -> dict[str, str]:
-    """The environment the plugin's CDI spec for the claim sets (the spec's and its devices'
-    containerEdits), from the node's CDI directory."""
-    assert nvidia.cluster.real is not None
-    cdi_dir = nvidia.cluster.real.node(node).layout.cdi_dir
-    [spec] = [yaml.safe_load(p.read_text()) for p in sorted(cdi_dir.iterdir()) if claim_uid in p.read_text()]
-    edits = [spec.get("containerEdits", {}), *(d.get("containerEdits", {}) for d in spec["devices"])]
-    return dict(e.split("=", 1) for edit in edits for e in edit.get("env", []))
-
-
-def _allowed(d: Difference) -> DiffPath | None:
-    return next((p for p in ALLOWED if matches(d.path, p)), None)
+def test_a_mig_claim_container_gets_the_parent_and_the_mig_devices_capability_nodes(
+    nvidia: RealDriverCluster,
+) -> None:
+    """cmd/gpu-kubelet-plugin/cdi.go GetDevNodesForMigDevice: the parent's /dev/nvidia<minor>
+    and the GPU instance's and compute instance's capability nodes."""
+    kube, ns = nvidia.kube, "nv-mig"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        kube.create(b.claim_template("one", ns, [b.exact_request("mig", "mig.nvidia.com")]))
+        shows = "ls /dev/nvidia-caps; ls -d /dev/nvidia[0-9]*; env | grep ^NVIDIA_VISIBLE_DEVICES= || true"
+        container = view_container("main", nvidia.image, ["sh", "-c", shows], claims=["mig"])
+        pod = b.pod("p", ns, containers=[container], claim_templates={"mig": "one"})
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": MIG_NODE}
+        kube.create(pod)
+        wait_phase(kube, ns, "p", "Running")
+        [claim] = claims_of(kube, ns, "p")
+        [result] = allocated_devices(claim)
+        [parent] = [p for p in split_gpus(POOLS[1]) if result["device"] in mig_devices(p)]
+        assert (result["driver"], result["pool"]) == ("gpu.nvidia.com", MIG_NODE), result
+        # GPU instance ids are 1.. in placement order on each GPU (harness.clusters.realnodes.nvidiamig)
+        placed = mig_devices(parent)
+        gi = 1 + sorted(placed, key=lambda n: placed[n][1]).index(result["device"])
+        lines = container_output(kube, ns, "p", "main").split()
+        assert sorted(lines) == sorted(
+            [
+                *(f"nvidia-cap{n}" for n in caps_minors(parent, gi, 0)),
+                f"/dev/nvidia{parent}",
+                "NVIDIA_VISIBLE_DEVICES=void",
+            ]
+        ), lines
+    finally:
+        kube.delete(*kinds.NAMESPACE, ns)
 
 
 @pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
 def test_the_nvidia_personality_renders_what_the_real_plugin_publishes(
-    nvidia: NvidiaCluster, pool: RealPoolSpec
+    nvidia: RealDriverCluster, pool: RealPoolSpec
 ) -> None:
-    node = _node(pool)
-    real = published(nvidia.kube, "gpu.nvidia.com", node)
-    fake = _rendered(nvidia, pool)
-    diffs = slice_differences(real, fake)
-    unexplained = [str(d) for d in diffs if _allowed(d) is None]
+    """Full GPUs on the H100 node; full GPUs and MIG devices on the A100 node."""
+    real = published(nvidia.kube, "gpu.nvidia.com", node_of(pool))
+    diffs = slice_differences(real, rendered(nvidia, pool))
+    unexplained = [str(d) for d in diffs if allowed(d) is None]
     assert not unexplained, "differences from the real plugin:\n" + "\n".join(unexplained)
 
 
-def test_no_allowed_difference_is_stale(nvidia: NvidiaCluster) -> None:
+def test_no_allowed_difference_is_stale(nvidia: RealDriverCluster) -> None:
     used = set()
     for pool in POOLS:
-        real = published(nvidia.kube, "gpu.nvidia.com", _node(pool))
-        used |= {_allowed(d) for d in slice_differences(real, _rendered(nvidia, pool))}
+        real = published(nvidia.kube, "gpu.nvidia.com", node_of(pool))
+        used |= {allowed(d) for d in slice_differences(real, rendered(nvidia, pool))}
     assert sorted(".".join(p) for p in set(ALLOWED) - used) == []
 
 
-def _rendered(nvidia: NvidiaCluster, pool: RealPoolSpec) -> list[dict[str, Any]]:
-    node = _node(pool)
-    fleet = fleet_from_dict(
-        {
-            "pools": [
-                {
-                    "name": pool.name,
-                    "nodes": [node],
-                    "profile": pool.profile,
-                    "gpus": GPUS,
-                    "personality": PERSONALITY,
-                }
-            ]
-        }
-    )
-    uid = nvidia.kube.get(*kinds.NODE, node)["metadata"]["uid"]
-    return list(render_node(fleet.node(node), parse_minor(nvidia.cluster.minor.name), node_uid=uid).slices)
-
-
-def _qualify(env: NvidiaCluster, out: Path, *suites: str) -> subprocess.CompletedProcess[str]:
-    return run_qualify(env.cluster.kubeconfig, DRIVER, env.image, out, suites)
-
-
-def test_qualify_the_real_nvidia_driver(nvidia: NvidiaCluster, tmp_path: Path) -> None:
+def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Path) -> None:
+    """Qualify's default suites, the plugin restarted through this process (the nodes' owner)."""
     out = tmp_path / "results"
-    done = _qualify(nvidia, out, *NODE_SIDE_SUITES)
+    done = nvidia.qualify(DRIVER, out)
 
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr
     report = json.loads((out / "qualify.json").read_text())
@@ -245,7 +235,7 @@ def test_qualify_the_real_nvidia_driver(nvidia: NvidiaCluster, tmp_path: Path) -
 
 
 def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_root(
-    nvidia: NvidiaCluster, monkeypatch: pytest.MonkeyPatch
+    nvidia: RealDriverCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Bad input: a driver root without its NVML library (removed once written). The real
     plugin exits; the failure names the root's contents and ends with the plugin's own log."""
@@ -274,7 +264,7 @@ def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_
     assert not root.exists()
 
 
-def test_a_device_plugin_beside_the_real_driver_hands_one_gpu_out_twice(nvidia: NvidiaCluster) -> None:
+def test_a_device_plugin_beside_the_real_driver_hands_one_gpu_out_twice(nvidia: RealDriverCluster) -> None:
     """The double stack with the real driver: the fake device plugin advertises the node's one
     GPU as nvidia.com/gpu beside NVIDIA's plugin publishing it; a legacy pod and a claim pod
     both get it (the same UUID), and the detector names the node."""

@@ -9,67 +9,34 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.control import plugin_restarter, serving
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.versions import load_matrix
-from harness.kit.kube import Kube
 from tests.e2e.test_report_renders import render_to_artifacts
-from tests.realdriver import real_driver_missing, run_qualify
+from tests.realdriver import RealDriverCluster, real_driver_cluster, real_driver_missing
 
-DRIVER = load_matrix().test_drivers[0] if load_matrix().test_drivers else "example@v0.4.0"
+DRIVER = next((d for d in load_matrix().test_drivers if d.startswith("example@")), "example@v0.4.0")
 POOL = RealPoolSpec("ex", count=2, gpus=4, driver=DRIVER)
 SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices", "suites/gang")
 # Its own real-node cluster: scheduled in a real-node lane, so quiet-host tests wait for it.
 pytestmark = [pytest.mark.real_node]
 
 
-def _missing() -> str | None:
-    return real_driver_missing(DRIVER)
-
-
-@dataclass
-class RealDriverCluster:
-    cluster: LocalCluster
-    kube: Kube
-
-    @property
-    def image(self) -> str:
-        assert self.cluster.real is not None
-        return next(iter(self.cluster.real.parts.values())).busybox_ref
-
-
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
-    why = _missing()
-    if why:
+    if why := real_driver_missing(DRIVER):
         pytest.skip(why)
-    cluster = LocalCluster(profile="dra-all", run_dir=tmp_path_factory.mktemp("example"), real_pools=[POOL])
-    cluster.start()
-    kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    try:
-        yield RealDriverCluster(cluster, kube)
-    finally:
-        kube.close()
-        cluster.stop()
-
-
-def _qualify(env: RealDriverCluster, out: Path, *suites: str) -> subprocess.CompletedProcess[str]:
-    assert env.cluster.real is not None
-    with serving(plugin_restarter(env.cluster.real)) as restart:
-        return run_qualify(env.cluster.kubeconfig, DRIVER, env.image, out, suites, restart)
+    with real_driver_cluster(tmp_path_factory.mktemp("example"), [POOL]) as env:
+        yield env
 
 
 def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tmp_path: Path) -> None:
     out = tmp_path / "results"
-    done = _qualify(example, out, *SUITES)
+    done = example.qualify(DRIVER, out, SUITES)
 
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr
     report = json.loads((out / "qualify.json").read_text())

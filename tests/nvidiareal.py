@@ -1,0 +1,94 @@
+"""The shape of tests/e2e/test_nvidia_real_driver.py's cluster (NVIDIA's gpu-kubelet-plugin
+v0.4.1 on 8 H100s and 8 A100s, static MIG on two of the A100s) and what its tests compare with:
+the MIG devices the plugin names, the nvidia-v0.4 personality's rendering of the same pools, the
+differences kept on purpose, and the environment the plugin's CDI spec sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fake_driver.apilimits import parse_minor
+from fake_driver.fleet import fleet_from_dict
+from fake_driver.slices import render_node
+from harness.clusters.realnodes.pools import RealPoolSpec
+from harness.kit import kinds
+from tests.fake_driver.slicediff import Difference, matches
+from tests.fake_driver.slicediff import Path as DiffPath
+from tests.realdriver import RealDriverCluster
+
+DRIVER = "nvidia@v0.4.1"
+PERSONALITY = "nvidia-v0.4"
+GPUS = 8
+MIG_PROFILE = "a100-80gb-pcie"
+# GPUs 0 and 1 split [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb] by the NVML stand-in
+# (nvmlstub/mig.go), placed by fake_driver.profiles place_layout; GPUs 2-7 stay whole.
+MIG = {"mode": "static", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"], "gpus": [0, 1]}
+POOLS = (
+    RealPoolSpec("h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER),
+    RealPoolSpec("a100", count=1, gpus=GPUS, profile=MIG_PROFILE, driver=DRIVER, mig=MIG),
+)
+MIG_NODE = "a100-0"
+# Per split GPU: <profile without dots>-<GI profile id>-<placement start> (mig.go
+# ToCanonicalName, after gpu-<parent minor>-mig-) -> (profile, placement start, size).
+MIG_PLACED = {
+    "2g20gb-14-0": ("2g.20gb", 0, 2),
+    "1g10gb-19-2": ("1g.10gb", 2, 1),
+    "1g10gb-19-3": ("1g.10gb", 3, 1),
+    "3g40gb-9-4": ("3g.40gb", 4, 4),
+}
+
+# Differences kept on purpose: (path pattern, "*" = any one segment) -> why.
+ALLOWED: dict[DiffPath, str] = {
+    ("*", "metadata", "labels", "dra-harness.io/managed-by"): (
+        "the fake labels every object it writes as the harness's (fake_driver/ownership.py), so "
+        "cleanup and leak checks find them; the real driver's slices carry no labels"
+    ),
+}
+
+
+def node_of(pool: RealPoolSpec) -> str:
+    return pool.node_names()[0]
+
+
+def mig_devices(parent: int) -> dict[str, tuple[str, int, int]]:
+    """The MIG devices the plugin names on GPU `parent`: name -> (profile, start, size)."""
+    return {f"gpu-{parent}-mig-{suffix}": placed for suffix, placed in MIG_PLACED.items()}
+
+
+def split_gpus(pool: RealPoolSpec) -> list[int]:
+    return list(pool.mig.get("gpus", [])) if pool.mig else []
+
+
+def device_names(pool: RealPoolSpec) -> list[str]:
+    """What the plugin publishes for the pool's node: whole GPUs and the split ones' MIG devices."""
+    split = split_gpus(pool)
+    whole = [f"gpu-{i}" for i in range(pool.gpus) if i not in split]
+    return sorted(whole + [name for p in split for name in mig_devices(p)])
+
+
+def allowed(d: Difference) -> DiffPath | None:
+    return next((p for p in ALLOWED if matches(d.path, p)), None)
+
+
+def rendered(env: RealDriverCluster, pool: RealPoolSpec) -> list[dict[str, Any]]:
+    """The nvidia-v0.4 personality's slices for the pool's node (its uid as the owner)."""
+    node = node_of(pool)
+    raw: dict[str, Any] = {"name": pool.name, "nodes": [node], "profile": pool.profile, "gpus": pool.gpus}
+    fleet = fleet_from_dict(
+        {"pools": [raw | {"personality": PERSONALITY} | ({"mig": MIG} if pool.mig else {})]}
+    )
+    uid = env.kube.get(*kinds.NODE, node)["metadata"]["uid"]
+    return list(render_node(fleet.node(node), parse_minor(env.cluster.minor.name), node_uid=uid).slices)
+
+
+def cdi_env(env: RealDriverCluster, node: str, claim_uid: str) -> dict[str, str]:
+    """The environment the plugin's CDI spec for the claim sets (the spec's and its devices'
+    containerEdits), from the node's CDI directory."""
+    assert env.cluster.real is not None
+    cdi_dir: Path = env.cluster.real.node(node).layout.cdi_dir
+    [spec] = [yaml.safe_load(p.read_text()) for p in sorted(cdi_dir.iterdir()) if claim_uid in p.read_text()]
+    edits = [spec.get("containerEdits", {}), *(d.get("containerEdits", {}) for d in spec["devices"])]
+    return dict(e.split("=", 1) for edit in edits for e in edit.get("env", []))
