@@ -232,6 +232,15 @@ def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Pat
         r"\(allocated: (h|a)100-0/gpu-\d\); in the other container: \[\]$",
         seen[0],
     ), seen[0]
+    [restart] = [e for e in node_cap["evidence"] if "after a plugin restart" in e]
+    assert re.search(
+        r"on (h|a)100-0, after a plugin restart the running pod kept \['gpu-\d'\] \(0 restarts\) and "
+        r"a new pod got \['gpu-\d'\]; both unprepared after$",
+        restart,
+    ), restart
+    # The split A100s' MIG devices are what partitions ran on (the fleet's own tests skip).
+    [partitions] = [c for c in report["capabilities"] if c["id"] == "partitions"]
+    assert "passed: test_a_partition_device_is_allocated_on_its_node" in partitions["evidence"]
 
 
 def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_root(
