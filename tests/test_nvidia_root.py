@@ -31,7 +31,6 @@ from harness.core.drivers import load_drivers, parse_drivers
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT, VersionsError
 
-
 SPEC = load_drivers()["nvidia"]
 
 

@@ -14,7 +14,6 @@ from harness.controlplane.nvidiaparts import NVML_SONAME, root_parts_built
 from harness.core.drivers import load_drivers
 from tests.nvml_calls import plugin_nvml_needs
 
-
 SPEC = load_drivers()["nvidia"]
 
 
