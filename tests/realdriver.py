@@ -12,8 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
+from fixtures.realnodes import running
 from harness.clusters.host.state import missing_requirement
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.control import plugin_restarter, serving
@@ -21,7 +20,6 @@ from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.controlplane.nodeparts import containerd_built, kubelet_built
 from harness.core.drivers import driver_ref
-from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT, load_matrix
 from harness.kit.kube import Kube
 
@@ -83,13 +81,5 @@ def real_driver_cluster(run_dir: Path, pools: Sequence[RealPoolSpec]) -> Iterato
     """A dra-all cluster (the personalities are compared with every gate on) with `pools`;
     a start that fails fails the test in one line, having undone what it started."""
     cluster = LocalCluster(profile="dra-all", run_dir=run_dir, real_pools=list(pools))
-    try:
-        cluster.start()
-    except HarnessError as err:
-        pytest.fail(f"real nodes: {err}", pytrace=False)
-    kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    try:
+    with running(cluster) as kube:
         yield RealDriverCluster(cluster, kube)
-    finally:
-        kube.close()
-        cluster.stop()

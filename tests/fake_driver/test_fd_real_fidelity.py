@@ -24,6 +24,7 @@ from fake_driver.apilimits import parse_minor
 from fake_driver.fleet import fleet_from_dict
 from fake_driver.slices import render_node
 from fixtures.options import run_options
+from fixtures.realnodes import running
 from harness.clusters.host.rundirs import session_run_dir
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.pools import RealPoolSpec
@@ -82,16 +83,8 @@ def fidelity(request: pytest.FixtureRequest) -> Iterator[Fidelity]:
     # dra-all: the partitionable-devices and consumable-capacity gates, without which the API
     # server would drop sharedCounters, consumesCounters and requestPolicy from both sides.
     cluster = LocalCluster(opts.minor, "dra-all", run_dir=run_dir, real_pools=[_pool(FIRST)])
-    try:
-        cluster.start()
-    except HarnessError as err:  # start() has undone what it started
-        pytest.fail(f"real nodes: {err}", pytrace=False)
-    kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    try:
+    with running(cluster) as kube:
         yield Fidelity(cluster, kube)
-    finally:
-        kube.close()
-        cluster.stop()
 
 
 def _pool(layout: Layout) -> RealPoolSpec:
