@@ -4,6 +4,7 @@ cluster (a local control plane with the driver's pools) and `dra-harness qualify
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fixtures.realnodes import running
 from harness.clusters.host.state import missing_requirement
@@ -83,3 +85,16 @@ def real_driver_cluster(run_dir: Path, pools: Sequence[RealPoolSpec]) -> Iterato
     cluster = LocalCluster(profile="dra-all", run_dir=run_dir, real_pools=list(pools))
     with running(cluster) as kube:
         yield RealDriverCluster(cluster, kube)
+
+
+def assert_node_side_evidence(report: dict[str, Any], node: str, command: str) -> None:
+    """qualify.json's node-side evidence: what `command` showed in the claiming container (its
+    allocated device, nothing in its neighbour) and the plugin restart's line, on a node named as
+    the regex `node` says."""
+    [node_cap] = [c for c in report["capabilities"] if c["id"] == "node-side"]
+    [seen] = [e for e in node_cap["evidence"] if "in the claiming container shows" in e]
+    shows = rf"on {node}, `{command}` in the claiming container shows \['gpu-\d'\] "
+    assert re.search(shows + rf"\(allocated: {node}/gpu-\d\); in the other container: \[\]$", seen), seen
+    [restart] = [e for e in node_cap["evidence"] if "after a plugin restart" in e]
+    kept = rf"on {node}, after a plugin restart the running pod kept \['gpu-\d'\] \(0 restarts\) and "
+    assert re.search(kept + r"a new pod got \['gpu-\d'\]; both unprepared after$", restart), restart

@@ -13,7 +13,6 @@ deviceinfo.go MigDeviceInfo.GetDevice).
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import stat
 from collections.abc import Iterator
@@ -52,7 +51,12 @@ from tests.nvidiareal import (
     rendered,
     split_gpus,
 )
-from tests.realdriver import RealDriverCluster, real_driver_cluster, real_driver_missing
+from tests.realdriver import (
+    RealDriverCluster,
+    assert_node_side_evidence,
+    real_driver_cluster,
+    real_driver_missing,
+)
 
 pytestmark = [pytest.mark.real_node]
 
@@ -224,20 +228,7 @@ def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Pat
     assert report["totals"]["failed"] == report["totals"]["errors"] == 0
     verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
     assert verdicts == QUALIFY_VERDICTS, done.stdout
-    [node_cap] = [c for c in report["capabilities"] if c["id"] == "node-side"]
-    seen = [e for e in node_cap["evidence"] if "in the claiming container shows" in e]
-    assert len(seen) == 1, node_cap["evidence"]
-    assert re.search(
-        r"on (h|a)100-0, `sh -c .*` in the claiming container shows \['gpu-\d'\] "
-        r"\(allocated: (h|a)100-0/gpu-\d\); in the other container: \[\]$",
-        seen[0],
-    ), seen[0]
-    [restart] = [e for e in node_cap["evidence"] if "after a plugin restart" in e]
-    assert re.search(
-        r"on (h|a)100-0, after a plugin restart the running pod kept \['gpu-\d'\] \(0 restarts\) and "
-        r"a new pod got \['gpu-\d'\]; both unprepared after$",
-        restart,
-    ), restart
+    assert_node_side_evidence(report, r"(h|a)100-0", r"sh -c .*")
     # The split A100s' MIG devices are what partitions ran on (the fleet's own tests skip).
     [partitions] = [c for c in report["capabilities"] if c["id"] == "partitions"]
     assert "passed: test_a_partition_device_is_allocated_on_its_node" in partitions["evidence"]

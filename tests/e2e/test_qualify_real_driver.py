@@ -8,7 +8,6 @@ restart (--plugin-restart-command, through this process) keeps running pods and 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,12 @@ import pytest
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.versions import load_matrix
 from tests.e2e.test_report_renders import render_to_artifacts
-from tests.realdriver import RealDriverCluster, real_driver_cluster, real_driver_missing
+from tests.realdriver import (
+    RealDriverCluster,
+    assert_node_side_evidence,
+    real_driver_cluster,
+    real_driver_missing,
+)
 
 DRIVER = next((d for d in load_matrix().test_drivers if d.startswith("example@")), "example@v0.4.0")
 POOL = RealPoolSpec("ex", count=2, gpus=4, driver=DRIVER)
@@ -64,20 +68,7 @@ def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tm
         ("test_prepare_and_unprepare_are_called_once_and_the_claim_is_released", "passed"),
         ("test_the_container_sees_exactly_its_claimed_device_and_its_neighbour_none", "passed"),
     ]
-    [node_cap] = [c for c in report["capabilities"] if c["id"] == "node-side"]
-    seen = [e for e in node_cap["evidence"] if "in the claiming container shows" in e]
-    assert len(seen) == 1, node_cap["evidence"]
-    assert re.search(
-        r"on ex-[01], `env` in the claiming container shows \['gpu-\d'\] \(allocated: ex-[01]/gpu-\d\); "
-        r"in the other container: \[\]$",
-        seen[0],
-    ), seen[0]
-    [restart] = [e for e in node_cap["evidence"] if "after a plugin restart" in e]
-    assert re.search(
-        r"on ex-[01], after a plugin restart the running pod kept \['gpu-\d'\] \(0 restarts\) and "
-        r"a new pod got \['gpu-\d'\]; both unprepared after$",
-        restart,
-    ), restart
+    assert_node_side_evidence(report, "ex-[01]", "env")
     messages, png = render_to_artifacts(out / "qualify.html", "qualify-example", tmp_path)
     assert messages == []
     assert png.stat().st_size > 50_000
