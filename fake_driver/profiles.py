@@ -10,8 +10,8 @@ Sources (cite per table below):
   in memory slices (8 on every 7-slice part).
 Rows marked UNCONFIRMED were not found in a pinned source and are derived (see comment).
 
-Unknowns (one place): MIG profile memory as real NVML reports it on H100/H200/B200 (the rows
-carry the mock's nominal sizes; no real ``nvidia-smi mig -lgip`` capture was found); total
+Unknowns (one place): MIG profile memory as real NVML reports it on H200/B200 (the rows carry
+the mock's nominal sizes; H100's come from a real ``nvidia-smi mig -lgip``, cited there); total
 memory of H200, A100 80GB, L4, T4 and B200 (nominal or commonly printed sizes, marked below).
 """
 
@@ -108,16 +108,20 @@ _TWO3 = (0, 2, 4)
 _FOUR = (0, 4)
 _ZERO = (0,)
 
-# H100 80GB: mock-nvml-config-h100.mig.yaml @ c0148fc3 (MIG guide Table 10). Memory values are
-# the mock's nominal ones (10240 MiB per slice), not what real NVML reports (about 9.75 GiB).
+# H100 80GB HBM3 (132 SMs): GI profile IDs, placements and engines from
+# mock-nvml-config-h100.mig.yaml @ c0148fc3 (MIG guide Table 10); SMs and memory from a real
+# `nvidia-smi mig -lgip` capture (https://jbarrow.ai/field_notes/nvidia-mig/, 2026-06-11), whose
+# GiB column (2 decimals) is 9.75, 19.62, 39.50, 79.25: 9984, 20096, 40448, 81152 MiB, in steps
+# of 128 MiB. The mock's nominal 10240 MiB a slice would make go-nvlib name 1g.10gb "1g.20gb"
+# (pkg/nvlib/device/mig_profile.go getMigMemorySizeGB).
 _H100_MIG = (
-    _mig("1g.10gb", gi=19, at=_ONE, size=1, sms=16, ce=1, dec=1, jpeg=1, ofa=0, mib=10240),
-    _mig("1g.10gb+me", gi=20, at=_ONE, size=1, sms=16, ce=1, dec=1, jpeg=1, ofa=1, mib=10240),
-    _mig("1g.20gb", gi=15, at=_TWO, size=2, sms=16, ce=1, dec=1, jpeg=1, ofa=0, mib=20480),
-    _mig("2g.20gb", gi=14, at=_TWO3, size=2, sms=32, ce=2, dec=2, jpeg=2, ofa=0, mib=20480),
-    _mig("3g.40gb", gi=9, at=_FOUR, size=4, sms=48, ce=3, dec=3, jpeg=3, ofa=0, mib=40960),
-    _mig("4g.40gb", gi=5, at=_ZERO, size=4, sms=64, ce=4, dec=4, jpeg=4, ofa=0, mib=40960),
-    _mig("7g.80gb", gi=0, at=_ZERO, size=8, sms=112, ce=8, dec=7, jpeg=7, ofa=1, mib=81920),
+    _mig("1g.10gb", gi=19, at=_ONE, size=1, sms=16, ce=1, dec=1, jpeg=1, ofa=0, mib=9984),
+    _mig("1g.10gb+me", gi=20, at=_ONE, size=1, sms=16, ce=1, dec=1, jpeg=1, ofa=1, mib=9984),
+    _mig("1g.20gb", gi=15, at=_TWO, size=2, sms=26, ce=1, dec=1, jpeg=1, ofa=0, mib=20096),
+    _mig("2g.20gb", gi=14, at=_TWO3, size=2, sms=32, ce=2, dec=2, jpeg=2, ofa=0, mib=20096),
+    _mig("3g.40gb", gi=9, at=_FOUR, size=4, sms=60, ce=3, dec=3, jpeg=3, ofa=0, mib=40448),
+    _mig("4g.40gb", gi=5, at=_ZERO, size=4, sms=64, ce=4, dec=4, jpeg=4, ofa=0, mib=40448),
+    _mig("7g.80gb", gi=0, at=_ZERO, size=8, sms=132, ce=8, dec=7, jpeg=7, ofa=1, mib=81152),
 )
 
 # H200 141GB: UNCONFIRMED. Profile names from the MIG guide's H200 table; engine counts copied

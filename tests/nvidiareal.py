@@ -1,5 +1,5 @@
 """The shape of tests/e2e/test_nvidia_real_driver.py's cluster (NVIDIA's gpu-kubelet-plugin
-v0.4.1 on 8 H100s and 8 A100s, static MIG on two of the A100s) and what its tests compare with:
+v0.4.1 on 8 H100s and 8 A100s, static MIG on one H100 and two A100s) and what its tests compare with:
 the MIG devices the plugin names, the nvidia-v0.4 personality's rendering of the same pools, the
 differences kept on purpose, and the environment the plugin's CDI spec sets."""
 
@@ -23,11 +23,15 @@ DRIVER = "nvidia@v0.4.1"
 PERSONALITY = "nvidia-v0.4"
 GPUS = 8
 MIG_PROFILE = "a100-80gb-pcie"
-# GPUs 0 and 1 split [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb] by the NVML stand-in
-# (nvmlstub/mig.go), placed by fake_driver.profiles place_layout; GPUs 2-7 stay whole.
-MIG = {"mode": "static", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"], "gpus": [0, 1]}
+# Split [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb] by the NVML stand-in (nvmlstub/mig.go), placed by
+# fake_driver.profiles place_layout: the A100s' GPUs 0 and 1, the H100s' GPU 0; the rest whole.
+# Both parts name these profiles with the same GI profile ids and placements.
+LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+MIG = {"mode": "static", "layout": LAYOUT, "gpus": [0, 1]}
 POOLS = (
-    RealPoolSpec("h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER),
+    RealPoolSpec(
+        "h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER, mig=MIG | {"gpus": [0]}
+    ),
     RealPoolSpec("a100", count=1, gpus=GPUS, profile=MIG_PROFILE, driver=DRIVER, mig=MIG),
 )
 MIG_NODE = "a100-0"
@@ -77,9 +81,8 @@ def rendered(env: RealDriverCluster, pool: RealPoolSpec) -> list[dict[str, Any]]
     """The nvidia-v0.4 personality's slices for the pool's node (its uid as the owner)."""
     node = node_of(pool)
     raw: dict[str, Any] = {"name": pool.name, "nodes": [node], "profile": pool.profile, "gpus": pool.gpus}
-    fleet = fleet_from_dict(
-        {"pools": [raw | {"personality": PERSONALITY} | ({"mig": MIG} if pool.mig else {})]}
-    )
+    raw |= {"personality": PERSONALITY, **({"mig": dict(pool.mig)} if pool.mig else {})}
+    fleet = fleet_from_dict({"pools": [raw]})
     uid = env.kube.get(*kinds.NODE, node)["metadata"]["uid"]
     return list(render_node(fleet.node(node), parse_minor(env.cluster.minor.name), node_uid=uid).slices)
 

@@ -106,19 +106,19 @@ def test_a_profile_nvml_callers_would_name_otherwise_is_refused_in_one_line(
     parts: RootParts,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    """H100's MIG rows carry the mock's nominal memory (10240 MiB per slice of 81559 MiB):
-    go-nvlib would name 1g.10gb "1g.20gb", so the plugin's names would not be the profile's."""
+    """H200's MIG rows carry nominal memory (18432 MiB a slice of 144384 MiB): go-nvlib would
+    name 1g.18gb "1g.35gb", so the plugin's names would not be the profile's."""
     with pytest.raises(HarnessError) as err:
         make_driver_root(
             tmp_path / "r",
             "n-0",
             parts,
-            profile="h100-80gb-hbm3",
+            profile="h200-141gb-hbm3e",
             gpus=1,
-            mig=LAYOUT | {"gpus": [0], "layout": ["3g.40gb"]},
+            mig=LAYOUT | {"gpus": [0], "layout": ["3g.71gb"]},
         )
     assert str(err.value) == (
-        'node n-0: the NVML stand-in cannot serve 1 x h100-80gb-hbm3: device 0: MIG profile "1g.10gb": '
-        'with 10240 MiB of the GPU\'s 81559 MiB NVML callers would name it "1g.20gb"'
+        'node n-0: the NVML stand-in cannot serve 1 x h200-141gb-hbm3e: device 0: MIG profile "1g.18gb": '
+        'with 18432 MiB of the GPU\'s 144384 MiB NVML callers would name it "1g.35gb"'
     )
     assert not (tmp_path / "r").exists()

@@ -55,7 +55,7 @@ def test_seven_1g_devices_fill_an_h100_and_give_the_counters_back(
         ("gpu", node, f"gpu-0-mig-1g10gb-19-{i}") for i in range(7)
     ]
 
-    # 7 x 16 of 112 multiprocessors and memory slices 0-6 are used: no MIG placement fits.
+    # 7 x 16 of 132 multiprocessors and memory slices 0-6 are used: no MIG placement fits.
     create_claim_pod(kube, namespace, "any", [b.exact_request("gpu", mig)], fleet.node_selector)
     _stays_unschedulable(kube, namespace, "any", "seven 1g.10gb devices hold gpu-0's counters")
 

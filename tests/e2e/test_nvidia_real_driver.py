@@ -1,6 +1,6 @@
 """NVIDIA's real DRA driver without a GPU: gpu-kubelet-plugin v0.4.1 (versions.toml
-[drivers.nvidia]) on 2 real nodes, 8 H100s on one and 8 A100s on the other with static MIG on two
-of them (tests/nvidiareal.py), each node with a fake driver root whose libnvidia-ml.so.1 is the
+[drivers.nvidia]) on 2 real nodes, 8 H100s on one and 8 A100s on the other, static MIG on one H100
+and two A100s (tests/nvidiareal.py), each node with a fake driver root whose libnvidia-ml.so.1 is the
 project's stand-in fed by the fake driver's GPU profile. The slices it publishes carry the
 profile's GPUs and the layout's MIG devices; a claim's container sees exactly /dev/nvidia<N> of
 its GPU, or the parent's and the MIG device's capability nodes; the nvidia-v0.4 personality
@@ -112,10 +112,13 @@ def test_the_plugin_publishes_the_profiles_gpus_with_node_unique_uuids(
     assert {"nvmlInitWithFlags", "nvmlDeviceGetCount_v2", "nvmlDeviceGetUUID"} <= set(calls), calls
 
 
-def test_the_plugin_publishes_the_layouts_mig_devices(nvidia: RealDriverCluster) -> None:
-    pool = POOLS[1]
-    hw, devices = get_profile(pool.profile), _devices(nvidia, MIG_NODE)
-    placements = {p.start: p for p in parse_mig(pool.profile, pool.gpus, pool.mig, MIG_NODE).placements}
+@pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
+def test_the_plugin_publishes_the_layouts_mig_devices(nvidia: RealDriverCluster, pool: RealPoolSpec) -> None:
+    """The MIG devices' names are go-nvlib's from NVML's memory sizes (mig_profile.go
+    getMigMemorySizeGB): on the H100 they match only with a real GPU's sizes, not nominal ones."""
+    node = node_of(pool)
+    hw, devices = get_profile(pool.profile), _devices(nvidia, node)
+    placements = {p.start: p for p in parse_mig(pool.profile, pool.gpus, pool.mig, node).placements}
     for parent in split_gpus(pool):
         for name, (profile, start, size) in mig_devices(parent).items():
             m, attrs, capacity = (
@@ -126,15 +129,15 @@ def test_the_plugin_publishes_the_layouts_mig_devices(nvidia: RealDriverCluster)
             assert (attrs["type"], attrs["profile"], attrs["parentUUID"], attrs["uuid"]) == (
                 {"string": "mig"},
                 {"string": profile},
-                {"string": gpu_uuid(MIG_NODE, parent)},
-                {"string": mig_device_uuid(MIG_NODE, parent, placements[start])},
+                {"string": gpu_uuid(node, parent)},
+                {"string": mig_device_uuid(node, parent, placements[start])},
             )
             assert parse_quantity(capacity["memory"]["value"]) == m.memory_mib * MIB
             assert parse_quantity(capacity["multiprocessors"]["value"]) == m.multiprocessors
             slices = sorted(k for k in capacity if k.startswith("memorySlice"))
             assert slices == [f"memorySlice{s}" for s in range(start, start + size)]
             assert "consumesCounters" not in devices[name]  # static MIG: no counters in v0.4.1
-    calls = set(nvml_calls(nvidia.roots[MIG_NODE]))
+    calls = set(nvml_calls(nvidia.roots[node]))
     assert {"nvmlDeviceGetMigMode", "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlGpuInstanceGetInfo"} <= calls
 
 
@@ -203,7 +206,7 @@ def test_a_mig_claim_container_gets_the_parent_and_the_mig_devices_capability_no
 def test_the_nvidia_personality_renders_what_the_real_plugin_publishes(
     nvidia: RealDriverCluster, pool: RealPoolSpec
 ) -> None:
-    """Full GPUs on the H100 node; full GPUs and MIG devices on the A100 node."""
+    """Full GPUs and MIG devices, on each node."""
     real = published(nvidia.kube, "gpu.nvidia.com", node_of(pool))
     diffs = slice_differences(real, rendered(nvidia, pool))
     unexplained = [str(d) for d in diffs if allowed(d) is None]

@@ -15,7 +15,8 @@ under cmd/gpu-kubelet-plugin/; EX = kubernetes-sigs/dra-example-driver):
 - chart guard: deployments/helm/*/templates/validation.yaml (refuses without the override).
 - example: EX internal/profiles/gpu/gpu.go EnumerateDevices, memoryCapacity @ v0.4.0.
 - H100 memory: NVIDIA/k8s-test-infra tests/e2e/go/assertions/nvidiasmi/testdata/hardware/
-  qx-h100.xml @ 63018b86 (81559 MiB).
+  qx-h100.xml @ 63018b86 (81559 MiB); its MIG profiles' SMs and memory: a real
+  `nvidia-smi mig -lgip` (https://jbarrow.ai/field_notes/nvidia-mig/, 2026-06-11).
 
 Each check returns the mismatches as lines; a check that cannot run against the fake (an API
 it lacks) is one mismatch, so the same checks measure an older fake too.
@@ -83,14 +84,14 @@ DYNAMIC_MIG: dict[str, Golden] = {
     "nvidia-v25.12": {**_MIG_3G, **_STD_BUS},  # PartAttributes: no addressingMode, no pcieRoot
     "nvidia-v0.4": {**_MIG_3G, **_STD_BUS, **_ROOT, **_AM},
 }
-_MIG_CAPS = {
-    "multiprocessors": "48",
+_MIG_CAPS = {  # NVML's numbers for a 3g.40gb, from a real H100's `nvidia-smi mig -lgip`
+    "multiprocessors": "60",
     "copyEngines": "3",
     "decoders": "3",
     "encoders": "0",
     "jpegEngines": "3",
     "ofaEngines": "0",
-    "memory": "40Gi",
+    "memory": "40448Mi",
 }
 # The real driver's device names per MIG mode (H100, layout 3g.40gb + 2g.20gb + 1g.10gb on GPU 0).
 STATIC_NAMES = {

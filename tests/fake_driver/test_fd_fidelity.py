@@ -60,8 +60,8 @@ def _static_mig(p: str) -> list[str]:
 
 def _dynamic_mig(p: str) -> list[str]:
     devs = _devices(_render(p, mig="dynamic"))
-    full_caps = {**g._MIG_CAPS, "multiprocessors": "112", "copyEngines": "8", "decoders": "7"}
-    full_caps.update(jpegEngines="7", ofaEngines="1", memory="80Gi")
+    full_caps = {**g._MIG_CAPS, "multiprocessors": "132", "copyEngines": "8", "decoders": "7"}
+    full_caps.update(jpegEngines="7", ofaEngines="1", memory="81152Mi")
     out = g.compare_attributes("DynamicMIG full GPU", devs["gpu-0"], g.DYNAMIC_FULL[p])
     out += g.compare_capacity("DynamicMIG full GPU", devs["gpu-0"], full_caps)
     mig = devs["gpu-0-mig-3g40gb-9-0"]

@@ -12,14 +12,14 @@ from fake_driver.fleet import fleet_from_dict
 from fake_driver.slices import RenderedPool, render_node
 from tests.fake_driver import fidelity
 
-COUNTERS_H100 = {
-    "multiprocessors": {"value": "112"},
+COUNTERS_H100 = {  # the 7g.80gb profile's (fake_driver.profiles _H100_MIG)
+    "multiprocessors": {"value": "132"},
     "copy-engines": {"value": "8"},
     "decoders": {"value": "7"},
     "encoders": {"value": "0"},
     "jpeg-engines": {"value": "7"},
     "ofa-engines": {"value": "1"},
-    "memory": {"value": "80Gi"},
+    "memory": {"value": "81152Mi"},
     **{f"memory-slice-{i}": {"value": "1"} for i in range(8)},
 }
 # H100: 7 + 7 (+me) + 4 + 3 + 2 + 1 + 1 placements, plus the full GPU.
@@ -77,7 +77,7 @@ def test_counter_set_values_and_full_gpu_consumes_everything() -> None:
     assert full["consumesCounters"] == [{"counterSet": "gpu-0-counter-set", "counters": COUNTERS_H100}]
     assert "uuid" in full["attributes"]
     # Full GPU memory in DynamicMIG = the largest profile's memory.
-    assert full["capacity"]["memory"] == {"value": "80Gi"}
+    assert full["capacity"]["memory"] == {"value": "81152Mi"}
     assert set(full["capacity"]) == {
         "multiprocessors",
         "copyEngines",
@@ -103,7 +103,7 @@ def test_mig_consumption_and_mutual_exclusion_with_full_gpu() -> None:
         "encoders": {"value": "0"},
         "jpeg-engines": {"value": "2"},
         "ofa-engines": {"value": "0"},
-        "memory": {"value": "20Gi"},
+        "memory": {"value": "20096Mi"},
         "memory-slice-2": {"value": "1"},
         "memory-slice-3": {"value": "1"},
     }

@@ -256,13 +256,13 @@ def test_static_mig_capacities_h100_3g() -> None:
     (d,) = _devices(r)
     assert d["name"] == "gpu-0-mig-3g40gb-9-0"
     assert d["capacity"] == {
-        "multiprocessors": {"value": "48"},
+        "multiprocessors": {"value": "60"},
         "copyEngines": {"value": "3"},
         "decoders": {"value": "3"},
         "encoders": {"value": "0"},
         "jpegEngines": {"value": "3"},
         "ofaEngines": {"value": "0"},
-        "memory": {"value": "40Gi"},
+        "memory": {"value": "40448Mi"},
         "memorySlice0": {"value": "1"},
         "memorySlice1": {"value": "1"},
         "memorySlice2": {"value": "1"},
