@@ -16,6 +16,7 @@ import json
 import shlex
 import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -141,31 +142,39 @@ def test_the_plugin_publishes_the_layouts_mig_devices(nvidia: RealDriverCluster,
     assert {"nvmlDeviceGetMigMode", "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlGpuInstanceGetInfo"} <= calls
 
 
-def test_a_claim_container_sees_exactly_its_gpu_device_node(nvidia: RealDriverCluster) -> None:
-    kube, ns, node = nvidia.kube, "nv-view", node_of(POOLS[0])
-    spec, _ = driver_ref(DRIVER)
-    view = spec.container_view
+@contextmanager
+def _claim_pod(
+    env: RealDriverCluster, ns: str, device_class: str, command: list[str], node: str
+) -> Iterator[tuple[dict[str, Any], dict[str, Any], str]]:
+    """A Running pod on `node` with a claim of one device of `device_class`, its container running
+    `command`: (the claim, its allocation result, the command's output). Its namespace goes after."""
+    kube = env.kube
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     try:
-        kube.create(b.claim_template("one", ns, [b.exact_request("gpu", "gpu.nvidia.com")]))
-        # What the driver shows (its container view), then the environment CDI gave.
-        command = ["sh", "-c", f"{shlex.join(view.command)}; env"]
-        container = view_container("main", nvidia.image, command, claims=["gpu"])
-        pod = b.pod("p", ns, containers=[container], claim_templates={"gpu": "one"})
+        kube.create(b.claim_template("one", ns, [b.exact_request("dev", device_class)]))
+        container = view_container("main", env.image, command, claims=["dev"])
+        pod = b.pod("p", ns, containers=[container], claim_templates={"dev": "one"})
         pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
         kube.create(pod)
         wait_phase(kube, ns, "p", "Running")
         [claim] = claims_of(kube, ns, "p")
         [result] = allocated_devices(claim)
-        assert (result["driver"], result["pool"]) == ("gpu.nvidia.com", node)
-        output = container_output(kube, ns, "p", "main")
+        assert (result["driver"], result["pool"]) == ("gpu.nvidia.com", node), result
+        yield claim, result, container_output(kube, ns, "p", "main")
+    finally:
+        kube.delete(*kinds.NAMESPACE, ns)
+
+
+def test_a_claim_container_sees_exactly_its_gpu_device_node(nvidia: RealDriverCluster) -> None:
+    node, view = node_of(POOLS[0]), driver_ref(DRIVER)[0].container_view
+    # What the driver shows (its container view), then the environment CDI gave.
+    command = ["sh", "-c", f"{shlex.join(view.command)}; env"]
+    with _claim_pod(nvidia, "nv-view", "gpu.nvidia.com", command, node) as (claim, result, output):
         assert view.devices(output) == [result["device"]]
         env = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
         spec_env = cdi_env(nvidia, node, claim["metadata"]["uid"])
         assert "NVIDIA_VISIBLE_DEVICES" in spec_env, spec_env
         assert env["NVIDIA_VISIBLE_DEVICES"] == spec_env["NVIDIA_VISIBLE_DEVICES"]
-    finally:
-        kube.delete(*kinds.NAMESPACE, ns)
 
 
 def test_a_mig_claim_container_gets_the_parent_and_the_mig_devices_capability_nodes(
@@ -173,33 +182,19 @@ def test_a_mig_claim_container_gets_the_parent_and_the_mig_devices_capability_no
 ) -> None:
     """cmd/gpu-kubelet-plugin/cdi.go GetDevNodesForMigDevice: the parent's /dev/nvidia<minor>
     and the GPU instance's and compute instance's capability nodes."""
-    kube, ns = nvidia.kube, "nv-mig"
-    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    try:
-        kube.create(b.claim_template("one", ns, [b.exact_request("mig", "mig.nvidia.com")]))
-        shows = "ls /dev/nvidia-caps; ls -d /dev/nvidia[0-9]*; env | grep ^NVIDIA_VISIBLE_DEVICES= || true"
-        container = view_container("main", nvidia.image, ["sh", "-c", shows], claims=["mig"])
-        pod = b.pod("p", ns, containers=[container], claim_templates={"mig": "one"})
-        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": MIG_NODE}
-        kube.create(pod)
-        wait_phase(kube, ns, "p", "Running")
-        [claim] = claims_of(kube, ns, "p")
-        [result] = allocated_devices(claim)
+    shows = "ls /dev/nvidia-caps; ls -d /dev/nvidia[0-9]*; env | grep ^NVIDIA_VISIBLE_DEVICES= || true"
+    with _claim_pod(nvidia, "nv-mig", "mig.nvidia.com", ["sh", "-c", shows], MIG_NODE) as (_, result, output):
         [parent] = [p for p in split_gpus(POOLS[1]) if result["device"] in mig_devices(p)]
-        assert (result["driver"], result["pool"]) == ("gpu.nvidia.com", MIG_NODE), result
         # GPU instance ids are 1.. in placement order on each GPU (harness.clusters.realnodes.nvidiamig)
         placed = mig_devices(parent)
         gi = 1 + sorted(placed, key=lambda n: placed[n][1]).index(result["device"])
-        lines = container_output(kube, ns, "p", "main").split()
-        assert sorted(lines) == sorted(
+        assert sorted(output.split()) == sorted(
             [
                 *(f"nvidia-cap{n}" for n in caps_minors(parent, gi, 0)),
                 f"/dev/nvidia{parent}",
                 "NVIDIA_VISIBLE_DEVICES=void",
             ]
-        ), lines
-    finally:
-        kube.delete(*kinds.NAMESPACE, ns)
+        ), output
 
 
 @pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
