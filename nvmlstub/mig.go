@@ -9,7 +9,7 @@ import "C"
 
 import "unsafe"
 
-// Static MIG, as the plugin (sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1 cmd/gpu-kubelet-plugin/
+// MIG as the plugin (sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1 cmd/gpu-kubelet-plugin/
 // nvlib.go getGpuInfo, getMigDevices, walkMigDevices) and go-nvlib v0.11.0 (pkg/nvlib/device/
 // device.go IsMigCapable, IsMigEnabled; mig_profile.go NewMigProfile) read it: MIG mode, the
 // GPU-instance profiles and their placements, the MIG device handles by index, each one's GPU
@@ -49,14 +49,12 @@ func migCapable(name string, h C.nvmlDevice_t) (*GPU, C.nvmlReturn_t) {
 
 //export nvmlDeviceGetMigMode
 func nvmlDeviceGetMigMode(h C.nvmlDevice_t, current, pending *C.uint) C.nvmlReturn_t {
-	d, ret := migCapable("nvmlDeviceGetMigMode", h)
-	if ret != success {
+	if _, ret := migCapable("nvmlDeviceGetMigMode", h); ret != success {
 		return ret
 	}
 	if current == nil || pending == nil {
 		return invalidArg
 	}
-	_ = d
 	mu.Lock()
 	defer mu.Unlock()
 	g := indexOf(h)

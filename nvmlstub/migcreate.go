@@ -47,10 +47,9 @@ func nvmlDeviceSetMigMode(h C.nvmlDevice_t, mode C.uint, status *C.nvmlReturn_t)
 	switch {
 	case !on && len(gis[g]) > 0:
 		*status = C.NVML_ERROR_IN_USE // GPU instances left: the mode stays
-	case d.Architecture == "Kepler" || d.Architecture == "Maxwell" || d.Architecture == "Pascal" ||
-		d.Architecture == "Volta" || d.Architecture == "Turing" || d.Architecture == "Ampere":
-		// Ampere (nvlib.go supportsMIGModeToggle): the mode is pending until a GPU reset,
-		// which the stand-in never does.
+	case architectures[d.Architecture] < C.NVML_DEVICE_ARCH_HOPPER:
+		// Before Hopper (nvlib.go supportsMIGModeToggle): the mode is pending until a GPU
+		// reset, which the stand-in never does.
 		migPending[g] = on
 		*status = success
 		if migCurrent[g] != on {

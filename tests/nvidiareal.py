@@ -78,7 +78,7 @@ def rendered(env: RealDriverCluster, pool: RealPoolSpec) -> list[dict[str, Any]]
     node = node_of(pool)
     raw: dict[str, Any] = {"name": pool.name, "nodes": [node], "profile": pool.profile, "gpus": pool.gpus}
     fleet = fleet_from_dict(
-        {"pools": [raw | {"personality": PERSONALITY} | ({"mig": MIG} if pool.mig else {})]}
+        {"pools": [raw | {"personality": PERSONALITY} | ({"mig": dict(pool.mig)} if pool.mig else {})]}
     )
     uid = env.kube.get(*kinds.NODE, node)["metadata"]["uid"]
     return list(render_node(fleet.node(node), parse_minor(env.cluster.minor.name), node_uid=uid).slices)
