@@ -16,9 +16,11 @@ of the root, device nodes included, outlives the cluster.
 
 from __future__ import annotations
 
+import json
 import stat
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,10 +137,13 @@ def test_the_nvidia_personality_renders_what_the_plugin_publishes_in_dynamic_mod
     assert not unexplained, f"{len(unexplained)} differences from the real plugin:\n" + "\n".join(unexplained)
 
 
-def test_a_mig_claim_creates_its_mig_device_and_deleting_it_destroys_it(dynamic: RealDriverCluster) -> None:
+def test_a_mig_claim_creates_its_mig_device_and_deleting_it_destroys_it(
+    dynamic: RealDriverCluster, tmp_path: Path
+) -> None:
     """Prepare: nvlib.go createMigDevice (a GPU instance at the allocated placement, one compute
     instance); the container gets the parent's /dev/nvidia0 and the two capability nodes
-    (cdi.go GetDevNodesForMigDevice). Unprepare: deleteMigDevice; the stand-in removes them."""
+    (cdi.go GetDevNodesForMigDevice). Unprepare: deleteMigDevice; the stand-in removes them.
+    The node's whole call log, counted, is kept in the test's directory (nvml-calls.json)."""
     kube, ns, root = dynamic.kube, "nv-dynmig", dynamic.roots[NODE]
     one_g = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -191,6 +196,8 @@ def test_a_mig_claim_creates_its_mig_device_and_deleting_it_destroys_it(dynamic:
             "nvmlComputeInstanceDestroy": 1,
             "nvmlGpuInstanceDestroy": 1,
         }
+        counts = Counter(nvml_calls(root))
+        (tmp_path / "nvml-calls.json").write_text(json.dumps(dict(sorted(counts.items())), indent=1))
     finally:
         kube.delete(*kinds.NAMESPACE, ns)
 
