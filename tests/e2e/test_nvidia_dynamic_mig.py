@@ -40,7 +40,7 @@ from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.fake_driver.slicediff import slice_differences
 from tests.fake_driver.test_fd_real_fidelity import published
-from tests.nvidiareal import DRIVER, PERSONALITY, allowed, rendered
+from tests.nvidiareal import ALLOWED, DRIVER, PERSONALITY, allowed, rendered
 from tests.realdriver import RealDriverCluster, real_driver_cluster, real_driver_missing
 
 pytestmark = [pytest.mark.real_node]
@@ -49,6 +49,7 @@ A100 = "a100-80gb-pcie"
 POOL = RealPoolSpec("dyn", count=1, gpus=2, profile=A100, driver=DRIVER, mig={"mode": "dynamic", "gpus": [0]})
 NODE = "dyn-0"
 COUNTER_SET = "gpu-0-counter-set"
+[LABEL] = ALLOWED  # the fake's ownership label: the one difference kept on purpose
 # What the plugin changes through NVML (nvmlstub/migcreate.go; logged on every call).
 CHANGING = (
     "nvmlDeviceSetMigMode",
@@ -135,6 +136,10 @@ def test_the_nvidia_personality_renders_what_the_plugin_publishes_in_dynamic_mod
     diffs = slice_differences(real, rendered(dynamic, POOL))
     unexplained = [str(d) for d in diffs if allowed(d) is None]
     assert not unexplained, f"{len(unexplained)} differences from the real plugin:\n" + "\n".join(unexplained)
+    # Split slices (Kubernetes 1.35+: driver.go generateSplitResourceSlices): GPU 0's counter
+    # set, its 25 MIG devices, GPU 1; only the fake's ownership label differs, on each.
+    assert [len(s["spec"].get("devices", [])) for s in real] == [0, 25, 1]
+    assert [(d.path[0], allowed(d)) for d in diffs] == [(f"slice{k}", LABEL) for k in range(3)], diffs
 
 
 def test_a_mig_claim_creates_its_mig_device_and_deleting_it_destroys_it(
@@ -196,8 +201,9 @@ def test_a_mig_claim_creates_its_mig_device_and_deleting_it_destroys_it(
             "nvmlComputeInstanceDestroy": 1,
             "nvmlGpuInstanceDestroy": 1,
         }
-        counts = Counter(nvml_calls(root))
-        (tmp_path / "nvml-calls.json").write_text(json.dumps(dict(sorted(counts.items())), indent=1))
+        calls = nvml_calls(root)
+        kept = {"order": calls, "counts": dict(sorted(Counter(calls).items()))}
+        (tmp_path / "nvml-calls.json").write_text(json.dumps(kept, indent=1))
     finally:
         kube.delete(*kinds.NAMESPACE, ns)
 
