@@ -115,12 +115,15 @@ test-chart: controlplane
 # NVIDIA's real DRA driver alone (gpu-kubelet-plugin v0.4.1, the NVML stand-in nvmlstub/,
 # nvidia-cdi-hook; `make test` builds and tests it too, versions.toml [test] drivers): the
 # stand-in's exports, the driver root, and on 2 real nodes (8 H100s, 8 A100s with static MIG on
-# two) slices, claims' containers, the nvidia-v0.4 personality against the real slices, qualify.
+# two) slices, claims' containers, the nvidia-v0.4 personality against the real slices, qualify;
+# DynamicMIG: the stand-in creating and destroying instances, and on 1 real node (2 A100s, the
+# plugin's DynamicMIG gate) the partitionable slices and a MIG claim's create and destroy.
 NVIDIA_DRIVER := nvidia@v0.4.1
 test-nvidia: nodeparts
 	$(BIN)/dra-harness parts build drivers --driver=$(NVIDIA_DRIVER)
 	$(BIN)/pytest tests/test_nvml_exports.py tests/test_nvidia_root.py tests/test_nvidia_mig_root.py \
-		tests/e2e/test_nvidia_real_driver.py -n 0 $(PYTEST_ARGS)
+		tests/test_nvml_dynamic_mig.py tests/e2e/test_nvidia_real_driver.py \
+		tests/e2e/test_nvidia_dynamic_mig.py -n 0 $(PYTEST_ARGS)
 
 # `dra-harness qualify` as its in-cluster Job (deploy/qualify) on a kind cluster of our own with the
 # stand-in driver (tests/e2e/test_qualify_kind_job.py). Beyond what `make test` builds (the kind node

@@ -27,7 +27,10 @@ type Config struct {
 	DriverVersion     string `json:"driverVersion"`
 	NVMLVersion       string `json:"nvmlVersion"`
 	CudaDriverVersion int    `json:"cudaDriverVersion"` // 12080 = 12.8, as NVML reports it
-	Devices           []GPU  `json:"devices"`
+	// nvidia-caps' major (the root's copy of /proc/devices names it): the capability device
+	// nodes of the MIG devices DynamicMIG creates (migstate.go makeCapability).
+	CapsMajor int   `json:"capsMajor,omitempty"`
+	Devices   []GPU `json:"devices"`
 }
 
 // GPU is one full GPU.
@@ -49,7 +52,9 @@ type GPU struct {
 	// instance per GPU instance).
 	MigProfiles []MigProfile `json:"migProfiles,omitempty"`
 	MigEnabled  bool         `json:"migEnabled,omitempty"`
-	MigDevices  []MigDevice  `json:"migDevices,omitempty"`
+	// The plugin's DynamicMIG may create MIG devices on it: it names the profiles it publishes.
+	MigDynamic bool        `json:"migDynamic,omitempty"`
+	MigDevices []MigDevice `json:"migDevices,omitempty"`
 }
 
 var (
@@ -107,6 +112,9 @@ func validate(c *Config) error {
 		if err := validateMig(&d, migs); err != nil {
 			return fmt.Errorf("device %d: %w", i, err)
 		}
+		if len(d.MigProfiles) > 0 && (c.CapsMajor <= 0 || c.CapsMajor >= 4096) {
+			return fmt.Errorf("device %d: MIG-capable, but no nvidia-caps major (capsMajor %d)", i, c.CapsMajor)
+		}
 	}
 	return nil
 }
@@ -124,6 +132,18 @@ func trace(name string) {
 		return
 	}
 	called[name] = true
+	appendCall(name)
+}
+
+// traceEach records every call: the functions that change the GPUs (migcreate.go).
+func traceEach(name string) {
+	callsMu.Lock()
+	defer callsMu.Unlock()
+	called[name] = true
+	appendCall(name)
+}
+
+func appendCall(name string) {
 	path := os.Getenv(CallsEnv)
 	if path == "" {
 		return

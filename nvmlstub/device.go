@@ -16,7 +16,7 @@ import (
 func nvmlDeviceGetName(h C.nvmlDevice_t, name *C.char, length C.uint) C.nvmlReturn_t {
 	trace("nvmlDeviceGetName")
 	if ref, ret := migDevice(h); ret == success { // as NVML names a MIG device
-		return putString(name, length, ref.parent().Name+" MIG "+ref.profile().Name)
+		return putString(name, length, ref.parent().Name+" MIG "+ref.gi.profile.Name)
 	}
 	d, ret := device(h)
 	if ret != success {
@@ -29,7 +29,7 @@ func nvmlDeviceGetName(h C.nvmlDevice_t, name *C.char, length C.uint) C.nvmlRetu
 func nvmlDeviceGetUUID(h C.nvmlDevice_t, uuid *C.char, length C.uint) C.nvmlReturn_t {
 	trace("nvmlDeviceGetUUID")
 	if ref, ret := migDevice(h); ret == success {
-		return putString(uuid, length, ref.dev().UUID)
+		return putString(uuid, length, ref.uuid)
 	}
 	d, ret := device(h)
 	if ret != success {
@@ -96,7 +96,7 @@ func nvmlDeviceGetMemoryInfo(h C.nvmlDevice_t, mem *C.nvmlMemory_t) C.nvmlReturn
 	trace("nvmlDeviceGetMemoryInfo")
 	total := uint64(0)
 	if ref, ret := migDevice(h); ret == success {
-		total = ref.profile().MemoryMiB << 20
+		total = ref.gi.profile.MemoryMiB << 20
 	} else if d, ret := device(h); ret == success {
 		total = d.MemoryBytes
 	} else {

@@ -9,70 +9,30 @@ import "C"
 
 import "unsafe"
 
-// Static MIG, as the plugin (sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1 cmd/gpu-kubelet-plugin/
+// MIG as the plugin (sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1 cmd/gpu-kubelet-plugin/
 // nvlib.go getGpuInfo, getMigDevices, walkMigDevices) and go-nvlib v0.11.0 (pkg/nvlib/device/
 // device.go IsMigCapable, IsMigEnabled; mig_profile.go NewMigProfile) read it: MIG mode, the
 // GPU-instance profiles and their placements, the MIG device handles by index, each one's GPU
 // and compute instance (ids, info, profile info) and UUID. A GPU whose config lists no MIG
 // profile is not MIG-capable: every MIG query about it answers NOT_SUPPORTED, as NVML does.
-// Creating and destroying instances (DynamicMIG) stays unsupported (nomig.go).
+// What they read is the live state (migstate.go): the config's static layout at first, then
+// what DynamicMIG creates and destroys (migcreate.go).
 
-type migRef struct{ gpu, mig int }
-
-// One malloc'd byte per MIG device, GPU instance and compute instance: real addresses the
-// caller may keep, made once at the first nvmlInit (initialize, under mu).
-var (
-	migHandles [][]C.nvmlDevice_t
-	giHandles  [][]C.nvmlGpuInstance_t
-	ciHandles  [][]C.nvmlComputeInstance_t
-	migByAddr  = map[uintptr]migRef{}
-	giByAddr   = map[uintptr]migRef{}
-	ciByAddr   = map[uintptr]migRef{}
-)
-
-func makeMigHandles(c *Config) {
-	for g, d := range c.Devices {
-		migHandles = append(migHandles, nil)
-		giHandles = append(giHandles, nil)
-		ciHandles = append(ciHandles, nil)
-		for m := range d.MigDevices {
-			ref := migRef{g, m}
-			h := C.nvmlDevice_t{handle: (*C.struct_nvmlDevice_st)(C.malloc(1))}
-			gi := C.nvmlGpuInstance_t{handle: (*C.struct_nvmlGpuInstance_st)(C.malloc(1))}
-			ci := C.nvmlComputeInstance_t{handle: (*C.struct_nvmlComputeInstance_st)(C.malloc(1))}
-			migHandles[g] = append(migHandles[g], h)
-			giHandles[g] = append(giHandles[g], gi)
-			ciHandles[g] = append(ciHandles[g], ci)
-			migByAddr[uintptr(unsafe.Pointer(h.handle))] = ref
-			giByAddr[uintptr(unsafe.Pointer(gi.handle))] = ref
-			ciByAddr[uintptr(unsafe.Pointer(ci.handle))] = ref
-		}
-	}
-}
-
-func refFor(table map[uintptr]migRef, addr unsafe.Pointer) (migRef, C.nvmlReturn_t) {
+// migDevice: the MIG device (compute instance) behind a MIG device handle.
+func migDevice(h C.nvmlDevice_t) (*computeInstance, C.nvmlReturn_t) {
 	mu.Lock()
 	defer mu.Unlock()
 	if inits == 0 {
-		return migRef{}, uninitialized
+		return nil, uninitialized
 	}
-	ref, ok := table[uintptr(addr)]
+	ci, ok := migByAddr[uintptr(unsafe.Pointer(h.handle))]
 	if !ok {
-		return migRef{}, invalidArg
+		return nil, invalidArg
 	}
-	return ref, success
+	return ci, success
 }
 
-func (r migRef) parent() *GPU    { return &cfg.Devices[r.gpu] }
-func (r migRef) dev() *MigDevice { return &cfg.Devices[r.gpu].MigDevices[r.mig] }
-func (r migRef) profile() *MigProfile {
-	return r.parent().migProfile(r.dev().ProfileID)
-}
-
-// migDevice: the MIG device behind a MIG device handle.
-func migDevice(h C.nvmlDevice_t) (migRef, C.nvmlReturn_t) {
-	return refFor(migByAddr, unsafe.Pointer(h.handle))
-}
+func (ci *computeInstance) parent() *GPU { return &cfg.Devices[ci.gi.gpu] }
 
 // migCapable: a full GPU's handle, NOT_SUPPORTED when its part has no MIG.
 func migCapable(name string, h C.nvmlDevice_t) (*GPU, C.nvmlReturn_t) {
@@ -89,19 +49,24 @@ func migCapable(name string, h C.nvmlDevice_t) (*GPU, C.nvmlReturn_t) {
 
 //export nvmlDeviceGetMigMode
 func nvmlDeviceGetMigMode(h C.nvmlDevice_t, current, pending *C.uint) C.nvmlReturn_t {
-	d, ret := migCapable("nvmlDeviceGetMigMode", h)
-	if ret != success {
+	if _, ret := migCapable("nvmlDeviceGetMigMode", h); ret != success {
 		return ret
 	}
 	if current == nil || pending == nil {
 		return invalidArg
 	}
-	mode := C.uint(C.NVML_DEVICE_MIG_DISABLE)
-	if d.MigEnabled {
-		mode = C.NVML_DEVICE_MIG_ENABLE
-	}
-	*current, *pending = mode, mode
+	mu.Lock()
+	defer mu.Unlock()
+	g := indexOf(h)
+	*current, *pending = migModeValue(migCurrent[g]), migModeValue(migPending[g])
 	return success
+}
+
+func migModeValue(on bool) C.uint {
+	if on {
+		return C.NVML_DEVICE_MIG_ENABLE
+	}
+	return C.NVML_DEVICE_MIG_DISABLE
 }
 
 //export nvmlDeviceGetGpuInstanceProfileInfo
@@ -178,12 +143,13 @@ func nvmlDeviceGetMigDeviceHandleByIndex(h C.nvmlDevice_t, i C.uint, mig *C.nvml
 	if mig == nil || int(i) >= d.maxMigDevices() {
 		return invalidArg
 	}
-	if int(i) >= len(d.MigDevices) {
-		return notFound
-	}
 	mu.Lock()
 	defer mu.Unlock()
-	*mig = migHandles[indexOf(h)][i]
+	devices := migDevicesOf(indexOf(h))
+	if int(i) >= len(devices) {
+		return notFound
+	}
+	*mig = devices[i].dev
 	return success
 }
 
@@ -192,20 +158,20 @@ func indexOf(h C.nvmlDevice_t) int { return byAddr[uintptr(unsafe.Pointer(h.hand
 //export nvmlDeviceGetDeviceHandleFromMigDeviceHandle
 func nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig C.nvmlDevice_t, out *C.nvmlDevice_t) C.nvmlReturn_t {
 	trace("nvmlDeviceGetDeviceHandleFromMigDeviceHandle")
-	ref, ret := migDevice(mig)
+	ci, ret := migDevice(mig)
 	if ret != success {
 		return ret // a full GPU's handle is no MIG device's
 	}
 	if out == nil {
 		return invalidArg
 	}
-	*out = handles[ref.gpu]
+	*out = handles[ci.gi.gpu]
 	return success
 }
 
-func migID(name string, h C.nvmlDevice_t, out *C.uint, id func(*MigDevice) int) C.nvmlReturn_t {
+func migID(name string, h C.nvmlDevice_t, out *C.uint, id func(*computeInstance) int) C.nvmlReturn_t {
 	trace(name)
-	ref, ret := migDevice(h)
+	ci, ret := migDevice(h)
 	if ret != success {
 		if _, full := device(h); full == success {
 			return notSupported // NVML: not a MIG device handle
@@ -215,76 +181,92 @@ func migID(name string, h C.nvmlDevice_t, out *C.uint, id func(*MigDevice) int) 
 	if out == nil {
 		return invalidArg
 	}
-	*out = C.uint(id(ref.dev()))
+	*out = C.uint(id(ci))
 	return success
 }
 
 //export nvmlDeviceGetGpuInstanceId
 func nvmlDeviceGetGpuInstanceId(h C.nvmlDevice_t, id *C.uint) C.nvmlReturn_t {
-	return migID("nvmlDeviceGetGpuInstanceId", h, id, func(m *MigDevice) int { return m.GI })
+	return migID("nvmlDeviceGetGpuInstanceId", h, id, func(ci *computeInstance) int { return ci.gi.id })
 }
 
 //export nvmlDeviceGetComputeInstanceId
 func nvmlDeviceGetComputeInstanceId(h C.nvmlDevice_t, id *C.uint) C.nvmlReturn_t {
-	return migID("nvmlDeviceGetComputeInstanceId", h, id, func(m *MigDevice) int { return m.CI })
+	return migID("nvmlDeviceGetComputeInstanceId", h, id, func(ci *computeInstance) int { return ci.id })
 }
 
 //export nvmlDeviceGetGpuInstanceById
 func nvmlDeviceGetGpuInstanceById(h C.nvmlDevice_t, id C.uint, gi *C.nvmlGpuInstance_t) C.nvmlReturn_t {
-	d, ret := migCapable("nvmlDeviceGetGpuInstanceById", h)
-	if ret != success {
+	if _, ret := migCapable("nvmlDeviceGetGpuInstanceById", h); ret != success {
 		return ret
-	}
-	if !d.MigEnabled {
-		return notSupported // NVML: MIG mode is off
 	}
 	if gi == nil {
 		return invalidArg
 	}
-	for m, dev := range d.MigDevices {
-		if dev.GI == int(id) {
-			mu.Lock()
-			defer mu.Unlock()
-			*gi = giHandles[indexOf(h)][m]
+	mu.Lock()
+	defer mu.Unlock()
+	g := indexOf(h)
+	if !migCurrent[g] {
+		return notSupported // NVML: MIG mode is off
+	}
+	for _, instance := range gis[g] {
+		if instance.id == int(id) {
+			*gi = instance.handle
 			return success
 		}
 	}
 	return notFound
 }
 
+// gpuInstanceOf: the GPU instance behind a handle, under mu (the caller unlocks).
+func gpuInstanceOf(h C.nvmlGpuInstance_t) (*gpuInstance, C.nvmlReturn_t) {
+	mu.Lock()
+	if inits == 0 {
+		return nil, uninitialized
+	}
+	gi, ok := giByAddr[uintptr(unsafe.Pointer(h.handle))]
+	if !ok {
+		return nil, invalidArg
+	}
+	return gi, success
+}
+
 //export nvmlGpuInstanceGetInfo
-func nvmlGpuInstanceGetInfo(gi C.nvmlGpuInstance_t, info *C.nvmlGpuInstanceInfo_t) C.nvmlReturn_t {
+func nvmlGpuInstanceGetInfo(h C.nvmlGpuInstance_t, info *C.nvmlGpuInstanceInfo_t) C.nvmlReturn_t {
 	trace("nvmlGpuInstanceGetInfo")
-	ref, ret := refFor(giByAddr, unsafe.Pointer(gi.handle))
+	gi, ret := gpuInstanceOf(h)
+	defer mu.Unlock()
 	if ret != success {
 		return ret
 	}
 	if info == nil {
 		return invalidArg
 	}
-	m, p := ref.dev(), ref.profile()
 	*info = C.nvmlGpuInstanceInfo_t{
-		device: handles[ref.gpu], id: C.uint(m.GI), profileId: C.uint(p.ID),
-		placement: C.nvmlGpuInstancePlacement_t{start: C.uint(m.Start), size: C.uint(p.PlacementSize)},
+		device: handles[gi.gpu], id: C.uint(gi.id), profileId: C.uint(gi.profile.ID),
+		placement: C.nvmlGpuInstancePlacement_t{start: C.uint(gi.start), size: C.uint(gi.profile.PlacementSize)},
 	}
 	return success
 }
 
 //export nvmlGpuInstanceGetComputeInstanceById
-func nvmlGpuInstanceGetComputeInstanceById(gi C.nvmlGpuInstance_t, id C.uint, ci *C.nvmlComputeInstance_t) C.nvmlReturn_t {
+func nvmlGpuInstanceGetComputeInstanceById(h C.nvmlGpuInstance_t, id C.uint, ci *C.nvmlComputeInstance_t) C.nvmlReturn_t {
 	trace("nvmlGpuInstanceGetComputeInstanceById")
-	ref, ret := refFor(giByAddr, unsafe.Pointer(gi.handle))
+	gi, ret := gpuInstanceOf(h)
+	defer mu.Unlock()
 	if ret != success {
 		return ret
 	}
 	if ci == nil {
 		return invalidArg
 	}
-	if int(id) != ref.dev().CI {
-		return notFound
+	for _, instance := range gi.cis {
+		if instance.id == int(id) {
+			*ci = instance.handle
+			return success
+		}
 	}
-	*ci = ciHandles[ref.gpu][ref.mig]
-	return success
+	return notFound
 }
 
 // Only the compute-instance profile spanning the whole GPU instance (shared engines) exists:
@@ -293,14 +275,15 @@ func nvmlGpuInstanceGetComputeInstanceById(gi C.nvmlGpuInstance_t, id C.uint, ci
 //export nvmlGpuInstanceGetComputeInstanceProfileInfo
 func nvmlGpuInstanceGetComputeInstanceProfileInfo(gi C.nvmlGpuInstance_t, profile, eng C.uint, info *C.nvmlComputeInstanceProfileInfo_t) C.nvmlReturn_t {
 	trace("nvmlGpuInstanceGetComputeInstanceProfileInfo")
-	ref, ret := refFor(giByAddr, unsafe.Pointer(gi.handle))
+	instance, ret := gpuInstanceOf(gi)
+	defer mu.Unlock()
 	if ret != success {
 		return ret
 	}
 	if info == nil || profile >= C.NVML_COMPUTE_INSTANCE_PROFILE_COUNT || eng >= C.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT {
 		return invalidArg
 	}
-	p := ref.profile()
+	p := instance.profile
 	if int(profile) != ciProfileBySlices[p.Slices] {
 		return notSupported
 	}
@@ -317,19 +300,21 @@ func nvmlGpuInstanceGetComputeInstanceProfileInfo(gi C.nvmlGpuInstance_t, profil
 // new MIG device's UUID from it.
 //
 //export nvmlComputeInstanceGetInfo_v2
-func nvmlComputeInstanceGetInfo_v2(ci C.nvmlComputeInstance_t, info *C.nvmlComputeInstanceInfo_t) C.nvmlReturn_t {
+func nvmlComputeInstanceGetInfo_v2(h C.nvmlComputeInstance_t, info *C.nvmlComputeInstanceInfo_t) C.nvmlReturn_t {
 	trace("nvmlComputeInstanceGetInfo_v2")
-	ref, ret := refFor(ciByAddr, unsafe.Pointer(ci.handle))
-	if ret != success {
-		return ret
+	mu.Lock()
+	defer mu.Unlock()
+	if inits == 0 {
+		return uninitialized
 	}
-	if info == nil {
+	ci, ok := ciByAddr[uintptr(unsafe.Pointer(h.handle))]
+	if !ok || info == nil {
 		return invalidArg
 	}
-	m, p := ref.dev(), ref.profile()
+	p := ci.gi.profile
 	*info = C.nvmlComputeInstanceInfo_t{
-		device: migHandles[ref.gpu][ref.mig], gpuInstance: giHandles[ref.gpu][ref.mig],
-		id: C.uint(m.CI), profileId: C.uint(ciProfileBySlices[p.Slices]),
+		device: ci.dev, gpuInstance: ci.gi.handle,
+		id: C.uint(ci.id), profileId: C.uint(ciProfileBySlices[p.Slices]),
 		placement: C.nvmlComputeInstancePlacement_t{start: 0, size: C.uint(p.Slices)},
 	}
 	return success

@@ -90,16 +90,17 @@ func validateMig(d *GPU, uuids map[string]bool) error {
 		if _, ok := ciProfileBySlices[p.Slices]; !ok || giProfileSlices[p.Index] != p.Slices {
 			return fmt.Errorf("MIG profile %q: %d compute slices do not match NVML profile %d", p.Name, p.Slices, p.Index)
 		}
-		// Only where MIG is on do callers name the profiles in what they publish (the plugin's
-		// device names and profile attribute); a MIG-off GPU's profiles are only enumerated.
-		if got := nvlibName(&p, d.MemoryBytes); d.MigEnabled && got != p.Name {
+		// Only where MIG is on, or DynamicMIG may turn it on, do callers name the profiles in
+		// what they publish (the plugin's device names and profile attribute); a MIG-off GPU's
+		// profiles are only enumerated.
+		if got := nvlibName(&p, d.MemoryBytes); (d.MigEnabled || d.MigDynamic) && got != p.Name {
 			return fmt.Errorf("MIG profile %q: with %d MiB of the GPU's %d MiB NVML callers would name it %q", p.Name, p.MemoryMiB, d.MemoryBytes>>20, got)
 		}
 	}
 	if len(d.MigDevices) > 0 && !d.MigEnabled {
 		return fmt.Errorf("MIG devices on a GPU with MIG mode off")
 	}
-	if d.MigEnabled && len(d.MigProfiles) == 0 {
+	if (d.MigEnabled || d.MigDynamic) && len(d.MigProfiles) == 0 {
 		return fmt.Errorf("MIG mode on a GPU without MIG profiles")
 	}
 	return validateMigDevices(d, uuids)

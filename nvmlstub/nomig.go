@@ -13,16 +13,9 @@ import (
 )
 
 // The rest of what the plugin (cmd/gpu-kubelet-plugin @ v0.4.1), go-nvlib v0.11.0
-// (pkg/nvlib/device) and the toolkit's nvcdi (v1.19.1) may call: changing MIG (what
-// DynamicMIG does: nvlib.go createMigDevice, deleteMigDevice, maybeDisableMigMode), device
-// attributes and capabilities, events. The MIG layout is static (mig.go serves it): MIG mode
-// cannot be set, no instance can be created, and the existing ones cannot be destroyed; each
-// answers NOT_SUPPORTED for a valid handle.
-
-//export dhNotSupportedFor
-func dhNotSupportedFor(name *C.char, h C.nvmlDevice_t) C.nvmlReturn_t {
-	return notSupportedFor(C.GoString(name), h)
-}
+// (pkg/nvlib/device) and the toolkit's nvcdi (v1.19.1) may call: device attributes and
+// capabilities, persistence mode, events; each answers NOT_SUPPORTED for a valid handle where
+// a GPU without the feature would. Changing MIG (DynamicMIG) is migcreate.go's.
 
 //export nvmlDeviceGetAttributes_v2
 func nvmlDeviceGetAttributes_v2(h C.nvmlDevice_t, a *C.nvmlDeviceAttributes_t) C.nvmlReturn_t {
@@ -32,11 +25,6 @@ func nvmlDeviceGetAttributes_v2(h C.nvmlDevice_t, a *C.nvmlDeviceAttributes_t) C
 //export nvmlDeviceGetCapabilities
 func nvmlDeviceGetCapabilities(h C.nvmlDevice_t, caps *C.nvmlDeviceCapabilities_t) C.nvmlReturn_t {
 	return notSupportedFor("nvmlDeviceGetCapabilities", h)
-}
-
-//export nvmlDeviceSetMigMode
-func nvmlDeviceSetMigMode(h C.nvmlDevice_t, mode C.uint, status *C.nvmlReturn_t) C.nvmlReturn_t {
-	return notSupportedFor("nvmlDeviceSetMigMode", h)
 }
 
 //export nvmlDeviceSetPersistenceMode
@@ -55,31 +43,6 @@ func nvmlDeviceGetVirtualizationMode(h C.nvmlDevice_t, mode *C.nvmlGpuVirtualiza
 	}
 	*mode = C.NVML_GPU_VIRTUALIZATION_MODE_NONE // bare metal
 	return success
-}
-
-// Static instances: neither destroyed nor given another compute instance.
-
-//export nvmlGpuInstanceDestroy
-func nvmlGpuInstanceDestroy(gi C.nvmlGpuInstance_t) C.nvmlReturn_t {
-	return staticInstance("nvmlGpuInstanceDestroy", giByAddr, unsafe.Pointer(gi.handle))
-}
-
-//export nvmlGpuInstanceCreateComputeInstance
-func nvmlGpuInstanceCreateComputeInstance(gi C.nvmlGpuInstance_t, profile C.uint, ci *C.nvmlComputeInstance_t) C.nvmlReturn_t {
-	return staticInstance("nvmlGpuInstanceCreateComputeInstance", giByAddr, unsafe.Pointer(gi.handle))
-}
-
-//export nvmlComputeInstanceDestroy
-func nvmlComputeInstanceDestroy(ci C.nvmlComputeInstance_t) C.nvmlReturn_t {
-	return staticInstance("nvmlComputeInstanceDestroy", ciByAddr, unsafe.Pointer(ci.handle))
-}
-
-func staticInstance(name string, table map[uintptr]migRef, addr unsafe.Pointer) C.nvmlReturn_t {
-	trace(name)
-	if _, ret := refFor(table, addr); ret != success {
-		return ret
-	}
-	return notSupported
 }
 
 // Events (the plugin's NVMLDeviceHealthCheck gate, cmd/gpu-kubelet-plugin/device_health.go):

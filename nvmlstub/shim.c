@@ -25,6 +25,9 @@ const char *nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient Resources";
     default: return "Unknown Error";
     }
 }
@@ -32,5 +35,6 @@ const char *nvmlErrorString(nvmlReturn_t result) {
 nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
                                                       const nvmlGpuInstancePlacement_t *placement,
                                                       nvmlGpuInstance_t *gpuInstance) {
-    return dhNotSupportedFor((char *)"nvmlDeviceCreateGpuInstanceWithPlacement", device);
+    return dhCreateGpuInstanceWithPlacement(device, profileId, (nvmlGpuInstancePlacement_t *)placement,
+                                            gpuInstance);
 }

@@ -1,7 +1,8 @@
-"""Static MIG on the fake NVIDIA driver root (harness/clusters/realnodes/nvidiamig.py): the
+"""MIG on the fake NVIDIA driver root (harness/clusters/realnodes/nvidiamig.py): the
 NVML stand-in's per-GPU MIG config from the fake driver's profile and the pool's layout, the
-capability files and device nodes the plugin reads, and the one-line refusals of a layout the
-GPU does not allow or a profile the stand-in cannot name as NVML callers would.
+capability files and device nodes the plugin reads, DynamicMIG's starting point (MIG mode, an
+empty capability directory, the plugin's gate), and the one-line refusals of a layout the GPU
+does not allow or a profile the stand-in cannot name as NVML callers would.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from fake_driver.profiles import get_profile, mig_uuid
 from harness.clusters.realnodes.nvidiamig import (
     NVIDIA_CAPS_MAJOR,
     caps_minors,
+    live_capabilities,
     nvml_mig,
     nvml_profile_index,
     parse_mig,
     write_proc_devices,
 )
 from harness.clusters.realnodes.nvidiaroot import make_driver_root, remove_driver_root, sysfs_binds
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.nvidiaparts import RootParts
+from harness.core.drivers import driver_ref
 from harness.core.errors import HarnessError
 from tests.test_nvidia_root import parts  # noqa: F401  (the fixture)
 
@@ -66,8 +70,38 @@ def test_a_layout_the_gpu_does_not_allow_is_refused_in_one_line() -> None:
         str(err.value)
         == "node n-0: pool 'mig': MIG layout ['4g.40gb', '4g.40gb'] does not fit on one a100-80gb-pcie"
     )
-    with pytest.raises(HarnessError, match=r"^node n-0: .*DynamicMIG is not served"):
-        parse_mig("h100-80gb-hbm3", 2, {"mode": "dynamic"}, "node n-0")
+    with pytest.raises(HarnessError) as err:
+        parse_mig(A100, 2, {"mode": "dynamic", "layout": ["1g.10gb"]}, "node n-0")
+    assert str(err.value) == "node n-0: pool 'mig': 'layout' is only valid with mig mode static"
+
+
+def test_dynamic_mig_starts_without_mig_devices_and_mig_on_where_a_reset_would_toggle_it() -> None:
+    """Ampere needs a reset to toggle MIG: `enabled` says whether it is on (the personality's
+    rule, fake_driver/nvidia_devices.py render_nvidia_gpu); Hopper starts with it off."""
+    mig = parse_mig(A100, 3, {"mode": "dynamic", "gpus": [0, 1]}, "node n-0")
+    assert (mig.mode, mig.gpus, mig.placements) == ("dynamic", (0, 1), ())
+    fields = [
+        {k: v for k, v in nvml_mig("n-0", A100, i, mig).items() if k != "migProfiles"} for i in range(3)
+    ]
+    assert fields == [{"migDynamic": True, "migEnabled": True}, {"migDynamic": True, "migEnabled": True}, {}]
+    off = parse_mig(A100, 1, {"mode": "dynamic", "enabled": False}, "node n-0")
+    hopper = parse_mig("h100-80gb-hbm3", 1, {"mode": "dynamic"}, "node n-0")
+    assert {k: v for k, v in nvml_mig("n-0", A100, 0, off).items() if k != "migProfiles"} == {
+        "migDynamic": True
+    }
+    assert {k: v for k, v in nvml_mig("n-0", "h100-80gb-hbm3", 0, hopper).items() if k != "migProfiles"} == {
+        "migDynamic": True
+    }
+
+
+def test_a_dynamic_pool_passes_the_plugin_its_dynamic_mig_gate() -> None:
+    spec, version = driver_ref("nvidia@v0.4.1")
+    dynamic = RealPoolSpec("d", profile=A100, driver="nvidia@v0.4.1", mig={"mode": "dynamic"})
+    static = RealPoolSpec("s", profile=A100, driver="nvidia@v0.4.1", mig=LAYOUT)
+    fields = {"node": "d-0", "kubeconfig": "/k", "gpus": "2", "root": "/r"}
+    assert dynamic.plugin_settings() == {"dynamic_mig": True}
+    assert spec.argv(version, fields, dynamic.plugin_settings())[-1] == "--feature-gates=DynamicMIG=true"
+    assert not any("feature-gates" in a for a in spec.argv(version, fields, static.plugin_settings()))
 
 
 def test_capability_minors_follow_the_kernel_drivers_table() -> None:
@@ -122,3 +156,25 @@ def test_a_profile_nvml_callers_would_name_otherwise_is_refused_in_one_line(
         'with 18432 MiB of the GPU\'s 144384 MiB NVML callers would name it "1g.35gb"'
     )
     assert not (tmp_path / "r").exists()
+    with pytest.raises(HarnessError) as err:  # DynamicMIG publishes the profiles' names too
+        make_driver_root(
+            tmp_path / "r", "n-0", parts, profile="h200-141gb-hbm3e", gpus=1, mig={"mode": "dynamic"}
+        )
+    assert str(err.value).endswith('NVML callers would name it "1g.35gb"'), err.value
+
+
+def test_a_dynamic_root_has_the_capability_directory_and_no_mig_device(
+    parts: RootParts,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    root = make_driver_root(
+        tmp_path / "r", "n-0", parts, profile=A100, gpus=2, mig={"mode": "dynamic", "gpus": [1]}
+    )
+    assert live_capabilities(root) == ([], {})
+    assert sorted(
+        p.relative_to(root).as_posix() for p in (root / "proc/driver/nvidia/capabilities").rglob("*")
+    ) == [
+        "proc/driver/nvidia/capabilities/gpu1",
+        "proc/driver/nvidia/capabilities/gpu1/mig",
+    ]
+    assert sysfs_binds(root)["/proc/driver"] == root / "proc/driver"  # where the plugin reads them

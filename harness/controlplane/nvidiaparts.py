@@ -3,7 +3,9 @@ stand-in `libnvidia-ml.so.1` (nvmlstub/ in this repository, `-buildmode=c-shared
 against nvml.h of the go-nvml version the plugin pins, passed with -I from the module cache:
 no header is copied here) and `nvidia-cdi-hook` (built in the toolkit's module directory, CGO
 on). Both are cached by their inputs beside the driver's plugin and built with it
-(driverparts.ensure_driver); versions.toml [drivers.<name>.root] names the versions.
+(driverparts.ensure_driver); versions.toml [drivers.<name>.root] names the versions. The
+library goes in a directory named by its inputs' digest: work trees with different nvmlstub/
+sources share the cache without rebuilding over each other's library.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def parts_dir(root: Mapping[str, str]) -> Path:
 
 def _paths(root: Mapping[str, str]) -> RootParts:
     d = parts_dir(root)
-    return RootParts(d / NVML_SONAME, d / "nvidia-cdi-hook")
+    return RootParts(d / f"nvml-{_library_inputs(root)[:16]}" / NVML_SONAME, d / "nvidia-cdi-hook")
 
 
 def _go() -> str:

@@ -1,8 +1,11 @@
-"""Static MIG on a fake NVIDIA driver root: what the NVML stand-in serves per GPU (nvmlstub/
-migconfig.go: migProfiles, migEnabled, migDevices) and the files NVIDIA's kubelet plugin v0.4.1
-reads to give a container a MIG device, all from the fake driver's GPU profile and the pool's
-`mig` (the fleet's syntax: {mode: static, layout: [...], gpus: [...]}, placed by
-fake_driver.profiles place_layout, which refuses a layout the GPU does not allow).
+"""MIG on a fake NVIDIA driver root: what the NVML stand-in serves per GPU (nvmlstub/
+migconfig.go: migProfiles, migEnabled, migDevices, migDynamic) and the files NVIDIA's kubelet
+plugin v0.4.1 reads to give a container a MIG device, all from the fake driver's GPU profile and
+the pool's `mig` in the fleet's syntax: {mode: static, layout: [...], gpus: [...]}, placed by
+fake_driver.profiles place_layout (which refuses a layout the GPU does not allow), or
+{mode: dynamic, gpus: [...], enabled: bool} for the plugin's DynamicMIG gate, whose MIG devices
+the stand-in creates and destroys (nvmlstub/migcreate.go), writing and removing their
+capability files and nodes below the same root itself.
 
     R/proc/driver/nvidia/capabilities/gpu<minor>/mig/gi<G>/access, .../gi<G>/ci<C>/access
         "DeviceFileMinor: N" files, as the kernel driver writes them; the plugin reads them at
@@ -12,11 +15,16 @@ fake_driver.profiles place_layout, which refuses a layout the GPU does not allow
                        ALT_PROC_DEVICES_PATH says (internal/common/nvcaps.go GetDeviceMajor)
     R/dev/nvidia-caps/nvidia-cap<N>    character devices (mknod here, never in the host's /dev)
 
+For DynamicMIG the root starts with R/proc/driver/nvidia/capabilities/gpu<minor>/mig/ of each
+dynamic GPU (so /proc/driver is bound) and no MIG device: MIG mode is on where the part needs a
+reset to toggle it (Ampere) and `enabled` says so, as the nvidia-v0.4 personality renders it
+(fake_driver/nvidia_devices.py render_nvidia_gpu); the plugin turns it on elsewhere.
+
 Capability minors follow the kernel driver's fixed table (internal/common/nvcaps.go, the
 /proc/driver/nvidia-caps/mig-minors excerpt): per GPU 15 GPU instances of 9 minors each (the
 GPU instance's, then 8 compute instances'), after config (1) and monitor (2). GPU instance ids
-are 1.. in placement order and each has compute instance 0: NVML's own id choice is not
-modelled (the plugin only passes ids back).
+are 1.. in placement order (DynamicMIG: the lowest free) and each has compute instance 0:
+NVML's own id choice is not modelled (the plugin only passes ids back).
 """
 
 from __future__ import annotations
@@ -53,12 +61,10 @@ def parse_mig(profile: str, gpus: int, raw: Mapping[str, Any], where: str) -> Mi
         return MigConfig()
     pool = {"name": "mig", "nodes": ["n"], "profile": profile, "gpus": gpus, "mig": dict(raw)}
     try:
-        mig = fleet_from_dict({"pools": [pool]}).pools[0].mig
+        fleet = fleet_from_dict({"personality": PLUGIN_PERSONALITY, "pools": [pool]})
     except FleetError as err:
         raise HarnessError(f"{where}: {str(err).removeprefix('<fleet>: ')}") from None
-    if mig.mode == "dynamic":
-        raise HarnessError(f"{where}: DynamicMIG is not served by the NVML stand-in (static MIG only)")
-    return mig
+    return fleet.pools[0].mig
 
 
 def nvml_profile_index(m: MigProfile) -> int:
@@ -99,6 +105,10 @@ def nvml_mig(node: str, profile: str, index: int, mig: MigConfig) -> dict[str, A
     if not hw.mig_capable:
         return {}
     out: dict[str, Any] = {"migProfiles": [_nvml_profile(m) for m in hw.mig_profiles]}
+    if mig.mode == "dynamic" and mig.applies_to(index):
+        out["migDynamic"] = True
+        if hw.mig_toggle_needs_reset and mig.enabled:
+            out["migEnabled"] = True
     if mig.mode == "static" and mig.applies_to(index):
         out["migEnabled"] = True
         out["migDevices"] = [
@@ -126,9 +136,13 @@ def _access(path: Path, minor: int) -> None:
 
 
 def write_mig_files(root: Path, config: Mapping[str, Any]) -> int:
-    """The capability files and device nodes of every MIG device in `config`; how many."""
+    """The capability files and device nodes of every MIG device in `config`; how many. A
+    DynamicMIG GPU gets its (empty) capability directory: the stand-in fills it."""
     made = 0
     for gpu in config["devices"]:
+        if gpu.get("migDynamic"):
+            (root / CAPABILITIES / f"gpu{gpu['minor']}/mig").mkdir(parents=True, exist_ok=True)
+            (root / "dev/nvidia-caps").mkdir(parents=True, exist_ok=True)
         for m in gpu.get("migDevices", []):
             gi_minor, ci_minor = caps_minors(gpu["minor"], m["gi"], m["ci"])
             gi_dir = root / CAPABILITIES / f"gpu{gpu['minor']}/mig/gi{m['gi']}"
@@ -140,6 +154,20 @@ def write_mig_files(root: Path, config: Mapping[str, Any]) -> int:
                 os.mknod(node, 0o444 | stat.S_IFCHR, os.makedev(NVIDIA_CAPS_MAJOR, n))
             made += 1
     return made
+
+
+def live_capabilities(root: Path) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """The capability `access` files (relative to the capabilities directory) and the
+    nvidia-caps nodes (name -> major, minor) under `root` now."""
+    caps = root / CAPABILITIES
+    access = sorted(p.relative_to(caps).as_posix() for p in caps.rglob("access")) if caps.is_dir() else []
+    nodes_dir = root / "dev/nvidia-caps"
+    nodes = {
+        p.name: (os.major(p.lstat().st_rdev), os.minor(p.lstat().st_rdev))
+        for p in (sorted(nodes_dir.iterdir()) if nodes_dir.is_dir() else [])
+        if stat.S_ISCHR(p.lstat().st_mode)
+    }
+    return access, nodes
 
 
 def write_proc_devices(root: Path, host: Path = Path("/proc/devices")) -> None:

@@ -11,8 +11,9 @@ GPU profile (the one source of hardware facts) behind the project's NVML stand-i
     R/sys/bus/pci/devices/<bus id>    links to each GPU under its PCIe root complex, bound over
                                       /sys/bus/pci/devices in the node's mount namespace only
     R/proc/devices, R/proc/driver/nvidia/capabilities/..., R/dev/nvidia-caps/...
-                                      static MIG's files (nvidiamig.py); /proc/driver is bound
-                                      over in the node's mount namespace when there are any
+                                      MIG's files (nvidiamig.py; DynamicMIG's the stand-in
+                                      writes); /proc/driver is bound over in the node's mount
+                                      namespace when there are any
 
 Layout as upstream's GPU-less CI makes it (the repository's mock-NVML e2e workflow at v0.4.1,
 as recorded in the project's real-drivers notes); device numbers as the kernel driver gives
@@ -36,6 +37,7 @@ from fake_driver.fleet import DEFAULT_CUDA_DRIVER_VERSION, DEFAULT_DRIVER_VERSIO
 from fake_driver.profiles import MIB, get_profile, gpu_uuid, pci_bus_id, pcie_root
 from harness.clusters.realnodes.nvidiamig import (
     CAPABILITIES,
+    NVIDIA_CAPS_MAJOR,
     nvml_mig,
     parse_mig,
     write_mig_files,
@@ -48,7 +50,7 @@ NVIDIA_MAJOR = 195
 NVIDIACTL_MINOR = 255
 UVM_MAJOR = 510  # dynamic on a real host
 NVML_CONFIG = "nvml.json"
-NVML_CALLS = "nvml-calls.txt"  # the stand-in appends each NVML function's name on first call
+NVML_CALLS = "nvml-calls.txt"  # the stand-in appends NVML function names (nvml_calls)
 SYS_PCI_DEVICES = "sys/bus/pci/devices"
 
 
@@ -74,6 +76,7 @@ def nvml_config(
         "driverVersion": driver_version,
         "nvmlVersion": f"13.{driver_version}",
         "cudaDriverVersion": cuda_version_number(cuda_version),
+        "capsMajor": NVIDIA_CAPS_MAJOR,
         "devices": [
             {
                 "name": hw.product_name,
@@ -189,7 +192,9 @@ def remove_driver_root(root: Path) -> None:
 
 
 def nvml_calls(root: Path) -> list[str]:
-    """The NVML functions the plugin called so far, in first-call order."""
+    """The NVML functions the plugin called so far, in call order: each on its first call, and
+    those that change the GPUs (DynamicMIG's creating and destroying, setting MIG mode) on
+    every call (nvmlstub/config.go traceEach)."""
     path = root / NVML_CALLS
     return path.read_text().split() if path.exists() else []
 

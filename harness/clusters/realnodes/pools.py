@@ -66,6 +66,12 @@ class RealPoolSpec:
     def node_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
 
+    def plugin_settings(self) -> dict[str, Any]:
+        """`settings`, and DynamicMIG's gate when the pool's MIG is dynamic (versions.toml
+        [drivers.nvidia.settings] dynamic_mig)."""
+        dynamic = bool(self.mig) and self.mig.get("mode") == "dynamic"
+        return {**self.settings, **({"dynamic_mig": True} if dynamic else {})}
+
     def fleet_pool(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -109,7 +115,7 @@ class RealNodes:
     ):
         if sum(p.count for p in pools) > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
-        self.plugins = {p.name: external_plugin(p.driver, p.settings) for p in pools if p.driver}
+        self.plugins = {p.name: external_plugin(p.driver, p.plugin_settings()) for p in pools if p.driver}
         check_driver_names(self.driver_names(pools))
         self.pools = list(pools)
         self.parts = dict(parts)
@@ -153,7 +159,7 @@ class RealNodes:
         if sum(p.count for p in self.pools) + pool.count > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
         if pool.driver:
-            self.plugins[pool.name] = external_plugin(pool.driver, pool.settings)
+            self.plugins[pool.name] = external_plugin(pool.driver, pool.plugin_settings())
         check_driver_names(self.driver_names([*self.pools, pool]))
         self.pools.append(pool)
         try:
