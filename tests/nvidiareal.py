@@ -1,7 +1,8 @@
 """The shape of tests/e2e/test_nvidia_real_driver.py's cluster (NVIDIA's gpu-kubelet-plugin
-v0.4.1 on 8 H100s and 8 A100s, static MIG on one H100 and two A100s) and what its tests compare with:
-the MIG devices the plugin names, the nvidia-v0.4 personality's rendering of the same pools, the
-differences kept on purpose, and the environment the plugin's CDI spec sets."""
+v0.4.1 on 8 H100s, 8 A100s with static MIG on two, 2 more H100s with static MIG on one) and what
+its tests compare with: the MIG devices the plugin names, the nvidia-v0.4 personality's rendering
+of the same pools, the differences kept on purpose, and the environment the plugin's CDI spec
+sets."""
 
 from __future__ import annotations
 
@@ -24,15 +25,15 @@ PERSONALITY = "nvidia-v0.4"
 GPUS = 8
 MIG_PROFILE = "a100-80gb-pcie"
 # Split [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb] by the NVML stand-in (nvmlstub/mig.go), placed by
-# fake_driver.profiles place_layout: the A100s' GPUs 0 and 1, the H100s' GPU 0; the rest whole.
-# Both parts name these profiles with the same GI profile ids and placements.
+# fake_driver.profiles place_layout: the A100s' GPUs 0 and 1, and GPU 0 of a third node's 2 H100s
+# (the 8-H100 node stays whole: qualify's bridging needs a node with 8 GPUs of the class). Both
+# parts name these profiles with the same GI profile ids and placements.
 LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 MIG = {"mode": "static", "layout": LAYOUT, "gpus": [0, 1]}
 POOLS = (
-    RealPoolSpec(
-        "h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER, mig=MIG | {"gpus": [0]}
-    ),
+    RealPoolSpec("h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER),
     RealPoolSpec("a100", count=1, gpus=GPUS, profile=MIG_PROFILE, driver=DRIVER, mig=MIG),
+    RealPoolSpec("h100m", count=1, gpus=2, profile="h100-80gb-hbm3", driver=DRIVER, mig=MIG | {"gpus": [0]}),
 )
 MIG_NODE = "a100-0"
 # Per split GPU: <profile without dots>-<GI profile id>-<placement start> (mig.go

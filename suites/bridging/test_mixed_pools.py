@@ -20,7 +20,7 @@ from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.checks.migration import detect_served_both_ways
 from harness.kit.drastate import allocated_devices, claims_of
-from harness.kit.fleet_inventory import Inventory
+from harness.kit.fleet_inventory import Inventory, class_selectors
 from harness.kit.kube import ForbiddenError, Kube
 from harness.kit.objects import Created
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
@@ -164,15 +164,15 @@ def test_gpu_tiers_by_product_get_their_own_extended_resource_names(
         tier: (pool, f"tier.dra-harness.io/{tier}-{tag}")
         for tier, pool in zip(("a", "b"), pools, strict=True)
     }
+    # A tier is the driver's class narrowed to one product: a product's MIG devices carry its
+    # productName too (NVIDIA's), and the class, not the product, keeps them out.
+    base = [f'device.driver == "{driver.driver}"', *class_selectors(kube, driver.device_class)]
     for tier, (pool, resource) in tiers.items():
         objects.create(
             b.device_class(
                 f"{namespace}-{tier}",
                 extended_resource_name=resource,
-                selectors=[
-                    f'device.driver == "{driver.driver}"',
-                    _product_selector(driver, pool.product),
-                ],
+                selectors=[*dict.fromkeys(base), _product_selector(driver, pool.product)],
             )
         )
         # No node selector: the tier alone decides where the pod lands.

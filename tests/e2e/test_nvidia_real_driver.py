@@ -1,6 +1,6 @@
 """NVIDIA's real DRA driver without a GPU: gpu-kubelet-plugin v0.4.1 (versions.toml
-[drivers.nvidia]) on 2 real nodes, 8 H100s on one and 8 A100s on the other, static MIG on one H100
-and two A100s (tests/nvidiareal.py), each node with a fake driver root whose libnvidia-ml.so.1 is the
+[drivers.nvidia]) on 3 real nodes: 8 H100s, 8 A100s with static MIG on two, 2 H100s with static MIG
+on one (tests/nvidiareal.py), each node with a fake driver root whose libnvidia-ml.so.1 is the
 project's stand-in fed by the fake driver's GPU profile. The slices it publishes carry the
 profile's GPUs and the layout's MIG devices; a claim's container sees exactly /dev/nvidia<N> of
 its GPU, or the parent's and the MIG device's capability nodes; the nvidia-v0.4 personality
@@ -84,7 +84,11 @@ def nvidia(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverClust
         yield env
     # The roots' device nodes were made with mknod: none may outlive the cluster.
     left = [str(p) for p in run_dir.rglob("*") if stat.S_ISCHR(p.lstat().st_mode)]
-    assert (sorted(roots), left, [r for r in roots.values() if r.exists()]) == (["a100-0", "h100-0"], [], [])
+    assert (sorted(roots), left, [r for r in roots.values() if r.exists()]) == (
+        ["a100-0", "h100-0", "h100m-0"],
+        [],
+        [],
+    )
 
 
 def _devices(env: RealDriverCluster, node: str) -> dict[str, dict[str, Any]]:
@@ -95,7 +99,7 @@ def _devices(env: RealDriverCluster, node: str) -> dict[str, dict[str, Any]]:
     }
 
 
-@pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
+@pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.name)
 def test_the_plugin_publishes_the_profiles_gpus_with_node_unique_uuids(
     nvidia: RealDriverCluster, pool: RealPoolSpec
 ) -> None:
@@ -113,7 +117,7 @@ def test_the_plugin_publishes_the_profiles_gpus_with_node_unique_uuids(
     assert {"nvmlInitWithFlags", "nvmlDeviceGetCount_v2", "nvmlDeviceGetUUID"} <= set(calls), calls
 
 
-@pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
+@pytest.mark.parametrize("pool", [p for p in POOLS if p.mig], ids=lambda p: p.name)
 def test_the_plugin_publishes_the_layouts_mig_devices(nvidia: RealDriverCluster, pool: RealPoolSpec) -> None:
     """The MIG devices' names are go-nvlib's from NVML's memory sizes (mig_profile.go
     getMigMemorySizeGB): on the H100 they match only with a real GPU's sizes, not nominal ones."""
@@ -197,7 +201,7 @@ def test_a_mig_claim_container_gets_the_parent_and_the_mig_devices_capability_no
         ), output
 
 
-@pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.profile)
+@pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.name)
 def test_the_nvidia_personality_renders_what_the_real_plugin_publishes(
     nvidia: RealDriverCluster, pool: RealPoolSpec
 ) -> None:
@@ -226,7 +230,7 @@ def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Pat
     assert report["totals"]["failed"] == report["totals"]["errors"] == 0
     verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
     assert verdicts == QUALIFY_VERDICTS, done.stdout
-    assert_node_side_evidence(report, r"(h|a)100-0", r"sh -c .*")
+    assert_node_side_evidence(report, r"(h100|a100|h100m)-0", r"sh -c .*")
     # The split A100s' MIG devices are what partitions ran on (the fleet's own tests skip).
     [partitions] = [c for c in report["capabilities"] if c["id"] == "partitions"]
     assert "passed: test_a_partition_device_is_allocated_on_its_node" in partitions["evidence"]
