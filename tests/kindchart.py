@@ -18,7 +18,8 @@ from harness.clusters.nodes import POOL_LABEL
 from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, node_slices
 from harness.kit.kube import Kube, Obj
-from harness.kit.waits import TIMEOUTS, wait_for
+from harness.kit.nodepods import log_until
+from harness.kit.waits import wait_for
 
 TARGET = "make test-chart"
 RELEASE, NAMESPACE = "fake-gpu", "fake-gpu"
@@ -167,14 +168,8 @@ def plugin_log(kube: Kube, node: str) -> str:
         label_selector=f"app.kubernetes.io/name={KUBELET_PLUGIN}",
         field_selector=f"spec.nodeName={node}",
     )
-    path = f"/api/v1/namespaces/{NAMESPACE}/pods/{pod['metadata']['name']}/log"
-    _, log = wait_for(
-        lambda: kube.raw_get(path),
-        lambda answer: answer[0] == 200 and "serving " in answer[1],
-        timeout=TIMEOUTS.api_object,
-        describe=f"the kubelet plugin on {node} serving (its log)",
-    )
-    return log
+    name, describe = pod["metadata"]["name"], f"the kubelet plugin on {node} serving (its log)"
+    return log_until(kube, NAMESPACE, name, "serving ", describe)
 
 
 def plugin_pods(kube: Kube) -> list[tuple[str, str, str, str]]:

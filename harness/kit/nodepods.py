@@ -67,29 +67,29 @@ def view_container(name: str, image: str, command: Sequence[str], claims: Sequen
     return container | {"image": image, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", script]}
 
 
-def container_output(kube: Kube, namespace: str, pod: str, container: str) -> str:
-    """What the container printed before the end marker (read through the kubelet)."""
-    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log?container={container}"
+def log_until(kube: Kube, namespace: str, pod: str, marker: str, describe: str, container: str = "") -> str:
+    """The pod's log (read through the kubelet, by the API server) once it contains `marker`.
+    Waits: a container Running may not have printed yet, and a kubelet just restarted answers
+    404 until it knows the pod's containers again."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log" + (f"?container={container}" if container else "")
     _, body = wait_for(
         lambda: kube.raw_get(path),
-        lambda answer: answer[0] == 200 and END_MARKER in answer[1],
+        lambda answer: answer[0] == 200 and marker in answer[1],
         timeout=TIMEOUTS.api_object,
-        describe=f"the output of container {container} of {namespace}/{pod}",
+        describe=describe,
     )
-    return body.split(END_MARKER, 1)[0]
+    return body
+
+
+def container_output(kube: Kube, namespace: str, pod: str, container: str) -> str:
+    """What the container printed before the end marker."""
+    describe = f"the output of container {container} of {namespace}/{pod}"
+    return log_until(kube, namespace, pod, END_MARKER, describe, container).split(END_MARKER, 1)[0]
 
 
 def container_env(kube: Kube, namespace: str, pod: str) -> dict[str, str]:
-    """The environment the container printed (read through the kubelet, by the API server).
-    Waits: a container Running may not have printed yet, and a kubelet just restarted answers
-    404 until it knows the pod's containers again."""
-    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
-    _, body = wait_for(
-        lambda: kube.raw_get(path),
-        lambda answer: answer[0] == 200 and "---" in answer[1],
-        timeout=TIMEOUTS.api_object,
-        describe=f"the environment in the log of {namespace}/{pod}",
-    )
+    """The environment the container printed."""
+    body = log_until(kube, namespace, pod, "---", f"the environment in the log of {namespace}/{pod}")
     lines = body.split("---", 1)[0].splitlines()
     return dict(line.split("=", 1) for line in lines if "=" in line)
 
