@@ -6,6 +6,9 @@ sets."""
 
 from __future__ import annotations
 
+import stat
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,8 @@ from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.kit import kinds
 from tests.fake_driver.slicediff import Difference, matches
 from tests.fake_driver.slicediff import Path as DiffPath
-from tests.realdriver import RealDriverCluster
+from tests.fake_driver.test_fd_real_fidelity import published
+from tests.realdriver import RealDriverCluster, real_driver_cluster
 
 DRIVER = "nvidia@v0.4.1"
 PERSONALITY = "nvidia-v0.4"
@@ -91,8 +95,25 @@ def rendered(env: RealDriverCluster, pool: RealPoolSpec) -> list[dict[str, Any]]
 def cdi_env(env: RealDriverCluster, node: str, claim_uid: str) -> dict[str, str]:
     """The environment the plugin's CDI spec for the claim sets (the spec's and its devices'
     containerEdits), from the node's CDI directory."""
-    assert env.cluster.real is not None
-    cdi_dir: Path = env.cluster.real.node(node).layout.cdi_dir
+    cdi_dir = env.cdi_dir(node)
     [spec] = [yaml.safe_load(p.read_text()) for p in sorted(cdi_dir.iterdir()) if claim_uid in p.read_text()]
     edits = [spec.get("containerEdits", {}), *(d.get("containerEdits", {}) for d in spec["devices"])]
     return dict(e.split("=", 1) for edit in edits for e in edit.get("env", []))
+
+
+@contextmanager
+def nvidia_cluster(run_dir: Path, pools: Sequence[RealPoolSpec]) -> Iterator[RealDriverCluster]:
+    """real_driver_cluster, then the fake driver roots' check: one per node, and neither a root
+    nor a device node made with mknod in it outlives the cluster."""
+    with real_driver_cluster(run_dir, pools) as env:
+        roots = env.roots
+        yield env
+    left = [str(p) for p in run_dir.rglob("*") if stat.S_ISCHR(p.lstat().st_mode)]
+    nodes = sorted(n for p in pools for n in p.node_names())
+    assert (sorted(roots), left, [r for r in roots.values() if r.exists()]) == (nodes, [], [])
+
+
+def published_devices(env: RealDriverCluster, node: str) -> dict[str, dict[str, Any]]:
+    """The devices the plugin published for `node`, by name."""
+    slices = published(env.kube, "gpu.nvidia.com", node)
+    return {d["name"]: d for s in slices for d in s["spec"].get("devices", [])}

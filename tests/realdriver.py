@@ -10,11 +10,10 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fixtures.realnodes import running
+from fixtures.realnodes import RealNodes, running
 from harness.clusters.host.state import missing_requirement
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.control import plugin_restarter, serving
@@ -23,7 +22,6 @@ from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.controlplane.nodeparts import containerd_built, kubelet_built
 from harness.core.drivers import driver_ref
 from harness.core.versions import REPO_ROOT, load_matrix
-from harness.kit.kube import Kube
 
 
 def real_driver_missing(ref: str) -> str | None:
@@ -52,16 +50,9 @@ def run_qualify(
     return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1500, check=False)
 
 
-@dataclass
-class RealDriverCluster:
-    cluster: LocalCluster
-    kube: Kube
-
-    @property
-    def image(self) -> str:
-        """The busybox the real nodes load: the container image of the node side's pods."""
-        assert self.cluster.real is not None
-        return next(iter(self.cluster.real.parts.values())).busybox_ref
+class RealDriverCluster(RealNodes):
+    """The suites' real nodes (cluster, client, image, node directories) with a driver's roots
+    and qualify."""
 
     @property
     def roots(self) -> dict[str, Path]:
@@ -75,7 +66,7 @@ class RealDriverCluster:
         """`dra-harness qualify` with this process restarting the plugins (the nodes' owner)."""
         assert self.cluster.real is not None
         with serving(plugin_restarter(self.cluster.real)) as restart:
-            return run_qualify(self.cluster.kubeconfig, driver, self.image, out, tuple(suites), restart)
+            return run_qualify(self.cluster.kubeconfig, driver, self.image, out, suites, restart)
 
 
 @contextmanager

@@ -17,11 +17,9 @@ of the root, device nodes included, outlives the cluster.
 from __future__ import annotations
 
 import json
-import stat
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,14 +32,21 @@ from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.drastate import allocated_devices
-from harness.kit.kube import NotFoundError
 from harness.kit.nodepods import REAL_KUBELET_GRACE_SECONDS, container_output, view_container
 from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.fake_driver.slicediff import slice_differences
 from tests.fake_driver.test_fd_real_fidelity import published
-from tests.nvidiareal import ALLOWED, DRIVER, PERSONALITY, allowed, rendered
-from tests.realdriver import RealDriverCluster, real_driver_cluster, real_driver_missing
+from tests.nvidiareal import (
+    ALLOWED,
+    DRIVER,
+    PERSONALITY,
+    allowed,
+    nvidia_cluster,
+    published_devices,
+    rendered,
+)
+from tests.realdriver import RealDriverCluster, real_driver_missing
 
 pytestmark = [pytest.mark.real_node]
 
@@ -64,21 +69,8 @@ CHANGING = (
 def dynamic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
     if why := real_driver_missing(DRIVER):
         pytest.skip(why)
-    run_dir = tmp_path_factory.mktemp("nvidia-dynamic-mig")
-    with real_driver_cluster(run_dir, [POOL]) as env:
-        roots = env.roots
+    with nvidia_cluster(tmp_path_factory.mktemp("nvidia-dynamic-mig"), [POOL]) as env:
         yield env
-    # The stand-in's and the root's device nodes were made with mknod: none may outlive the cluster.
-    left = [str(p) for p in run_dir.rglob("*") if stat.S_ISCHR(p.lstat().st_mode)]
-    assert (sorted(roots), left, [r for r in roots.values() if r.exists()]) == ([NODE], [], [])
-
-
-def _devices(env: RealDriverCluster) -> dict[str, dict[str, Any]]:
-    return {
-        d["name"]: d
-        for s in published(env.kube, "gpu.nvidia.com", NODE)
-        for d in s["spec"].get("devices", [])
-    }
 
 
 def _changes(env: RealDriverCluster) -> dict[str, int]:
@@ -100,7 +92,7 @@ def _mig_spans() -> dict[str, range]:
 def test_the_plugin_publishes_gpu0s_mig_devices_consuming_its_counters_and_gpu1_whole(
     dynamic: RealDriverCluster,
 ) -> None:
-    devices, spans = _devices(dynamic), _mig_spans()
+    devices, spans = published_devices(dynamic, NODE), _mig_spans()
     assert sorted(devices) == sorted([*spans, "gpu-1"])
     assert len(spans) == 25, sorted(spans)  # 7 profiles: 7 + 7 + 4 + 3 + 2 + 1 + 1 placements
     for name, span in spans.items():
@@ -185,7 +177,10 @@ def test_a_mig_claim_creates_its_mig_device_and_deleting_it_destroys_it(
 
         kube.delete(*kinds.POD, "p", ns)
         wait_for(
-            lambda: _gone(dynamic, kinds.POD, "p", ns), timeout=TIMEOUTS.deletion, describe=f"pod {ns}/p gone"
+            lambda: [p["metadata"]["name"] for p in kube.list(*kinds.POD, ns)],
+            lambda left: left == [],
+            timeout=TIMEOUTS.deletion,
+            describe=f"pod {ns}/p gone",
         )
         kube.delete(*kinds.RESOURCE_CLAIM, "one", ns)
         wait_for(
@@ -206,11 +201,3 @@ def test_a_mig_claim_creates_its_mig_device_and_deleting_it_destroys_it(
         (tmp_path / "nvml-calls.json").write_text(json.dumps(kept, indent=1))
     finally:
         kube.delete(*kinds.NAMESPACE, ns)
-
-
-def _gone(env: RealDriverCluster, kind: tuple[str, str], name: str, ns: str) -> bool:
-    try:
-        env.kube.get(*kind, name, ns)
-    except NotFoundError:
-        return True
-    return False

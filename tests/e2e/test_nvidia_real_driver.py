@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,13 +48,14 @@ from tests.nvidiareal import (
     device_names,
     mig_devices,
     node_of,
+    nvidia_cluster,
+    published_devices,
     rendered,
     split_gpus,
 )
 from tests.realdriver import (
     RealDriverCluster,
     assert_node_side_evidence,
-    real_driver_cluster,
     real_driver_missing,
 )
 
@@ -78,25 +78,8 @@ QUALIFY_VERDICTS = {
 def nvidia(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
     if why := real_driver_missing(DRIVER):
         pytest.skip(why)
-    run_dir = tmp_path_factory.mktemp("nvidia")
-    with real_driver_cluster(run_dir, POOLS) as env:
-        roots = env.roots
+    with nvidia_cluster(tmp_path_factory.mktemp("nvidia"), POOLS) as env:
         yield env
-    # The roots' device nodes were made with mknod: none may outlive the cluster.
-    left = [str(p) for p in run_dir.rglob("*") if stat.S_ISCHR(p.lstat().st_mode)]
-    assert (sorted(roots), left, [r for r in roots.values() if r.exists()]) == (
-        ["a100-0", "h100-0", "h100m-0"],
-        [],
-        [],
-    )
-
-
-def _devices(env: RealDriverCluster, node: str) -> dict[str, dict[str, Any]]:
-    return {
-        d["name"]: d
-        for s in published(env.kube, "gpu.nvidia.com", node)
-        for d in s["spec"].get("devices", [])
-    }
 
 
 @pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.name)
@@ -104,7 +87,7 @@ def test_the_plugin_publishes_the_profiles_gpus_with_node_unique_uuids(
     nvidia: RealDriverCluster, pool: RealPoolSpec
 ) -> None:
     node, hw = node_of(pool), get_profile(pool.profile)
-    devices = _devices(nvidia, node)
+    devices = published_devices(nvidia, node)
     assert sorted(devices) == device_names(pool)
     for i in [i for i in range(pool.gpus) if i not in split_gpus(pool)]:
         attrs = devices[f"gpu-{i}"]["attributes"]
@@ -122,7 +105,7 @@ def test_the_plugin_publishes_the_layouts_mig_devices(nvidia: RealDriverCluster,
     """The MIG devices' names are go-nvlib's from NVML's memory sizes (mig_profile.go
     getMigMemorySizeGB): on the H100 they match only with a real GPU's sizes, not nominal ones."""
     node = node_of(pool)
-    hw, devices = get_profile(pool.profile), _devices(nvidia, node)
+    hw, devices = get_profile(pool.profile), published_devices(nvidia, node)
     placements = {p.start: p for p in parse_mig(pool.profile, pool.gpus, pool.mig, node).placements}
     for parent in split_gpus(pool):
         for name, (profile, start, size) in mig_devices(parent).items():
