@@ -56,7 +56,7 @@ def run_cell(cell: Cell, out: Path, junit: str, suites: tuple[str, ...], extra: 
         print(f"{cell.id}: Kubernetes {cluster.minor.kubernetes}, {REAL_NODES} real nodes", flush=True)
         cluster.start()
         assert cluster.real is not None  # real_pools given
-        image = next(iter(cluster.real.parts.values())).busybox_ref
+        image = cluster.real.busybox_ref
         known = spec.qualify_defaults(version)
         with serving(plugin_restarter(cluster.real)) as restart:
             code = qualify(_request(cluster, known, image, suites, out, extra, restart))

@@ -45,7 +45,7 @@ def test_every_pod_kind_runs_on_older_kubelets_and_bridged_devices_reach_it_wher
     r = rehearsal(minor, "defaults", real_pools=pools)
     assert r.cluster.real is not None
     image, ns, gpu = (
-        next(iter(r.cluster.real.parts.values())).busybox_ref,
+        r.cluster.real.busybox_ref,
         r.fleet.namespace,
         r.fleet.extended_resource,
     )

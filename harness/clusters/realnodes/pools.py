@@ -127,6 +127,11 @@ class RealNodes:
         self.ready_seconds: float = 0.0
         self._cluster: tuple[str, ClusterPKI, Path, str]  # what start() was given, for add_pool
 
+    @property
+    def busybox_ref(self) -> str:
+        """The busybox image every node imported: the image of the node side's pods."""
+        return next(iter(self.parts.values())).busybox_ref
+
     def node(self, name: str) -> RealNode:
         return self.nodes[name]
 
