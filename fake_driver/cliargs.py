@@ -19,8 +19,10 @@ from fake_driver.fleet import node_name_problem
 class OneLineParser(argparse.ArgumentParser):
     """argparse without the usage block on errors: the one line says what is wrong."""
 
+    usage_exit = 2  # a subcommand whose 2 means something else sets its own
+
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(self.usage_exit, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def _number(convert: Callable[[str], float], text: str, what: str, *, zero: bool = False) -> float:

@@ -78,7 +78,13 @@ USAGE = [  # argparse: exit 2, one line, before anything runs
     Row("matrix-jobs-negative", ("matrix", "--jobs", "-3"), 2, r"-j/--jobs: must be greater than 0"),
     Row("matrix-xdist-negative", ("matrix", "-n", "-1"), 2, r"-n/--xdist: must be at least 0, got '-1'"),
     Row("matrix-empty-suite", ("matrix", "--suite", ""), 2, r"--suite: must not be empty"),
-    Row("scan-empty-json", ("scan", "--json", ""), 2, r"--json: must not be empty"),
+    # The scan's usage errors exit 64: its 2 and 3 are verdicts (harness.scan.exits).
+    Row("scan-empty-json", ("scan", "--json", ""), 64, r"--json: must not be empty"),
+    Row("scan-empty-context", ("scan", "--context", ""), 64, r"--context: must not be empty"),
+    Row(
+        "scan-empty-include", ("scan", "--include-resource", ""), 64, r"--include-resource: must not be empty"
+    ),
+    Row("scan-unknown-option", ("scan", "--contxt", "a"), 64, r"unrecognized arguments: --contxt a"),
     Row(
         "qualify-no-driver-name",
         ("qualify", "--device-class", "c"),
@@ -86,7 +92,7 @@ USAGE = [  # argparse: exit 2, one line, before anything runs
         r"^dra-harness: qualify needs --driver-name and --device-class, or --driver-spec NAME@VERSION$",
     ),
     Row("qualify-empty-class", ("qualify", "--driver-name", "d", "--device-class", ""), 2, r"must not be"),
-    Row("scan-empty-kubeconfig", ("scan", "--kubeconfig", ""), 2, r"--kubeconfig: must not be empty"),
+    Row("scan-empty-kubeconfig", ("scan", "--kubeconfig", ""), 64, r"--kubeconfig: must not be empty"),
     Row("report-empty-out", ("report", "--out", ""), 2, r"--out: must not be empty"),
     Row("report-empty-dir", ("report", ""), 2, r"argument dir: must not be empty"),
 ]

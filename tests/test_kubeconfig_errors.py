@@ -195,3 +195,17 @@ def test_a_defect_only_the_client_finds_is_one_line_too(
     assert capsys.readouterr() == ("", f"dra-harness: {line}")
     assert fake_driver_main(["publish", f"--fleet={fleet}", f"--kubeconfig={path}"]) == 1
     assert capsys.readouterr() == ("", f"fake_driver: error: {line}")
+
+
+def test_a_scan_of_a_context_the_kubeconfig_lacks_names_the_contexts_it_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    two = copy.deepcopy(GOOD)
+    two["contexts"].append({"name": "gke_prod", "context": {"cluster": "c", "user": "u"}})
+    path = _kubeconfig(tmp_path, yaml.safe_dump(two).encode())
+
+    assert harness_main(["scan", f"--kubeconfig={path}", "--context", "eks-prod"]) == 1
+    assert capsys.readouterr() == (
+        "",
+        f"dra-harness: kubeconfig {path} has no context 'eks-prod' (contexts: ctx, gke_prod)\n",
+    )

@@ -63,12 +63,12 @@ def test_an_unmapped_name_is_one_blocking_finding_naming_its_pods_and_pools() ->
 
 def test_a_name_nothing_serves_says_pending_now_and_implicit_names_count_as_mapped() -> None:
     pods = [
-        pod("odd", {"example.com/nic": "1"}),
+        pod("odd", {"amd.com/gpu": "1"}),
         pod("implicit", {"deviceclass.resource.kubernetes.io/x": "1"}),
     ]
     [finding] = detect_unmapped_legacy_requests(pods, [dclass("x")], [node("n")])
 
-    assert finding.subject == "extendedresource/example.com/nic"
+    assert finding.subject == "extendedresource/amd.com/gpu"
     assert "no node advertises it: they cannot schedule now" in finding.message
     assert finding.remediation.endswith(
         "selecting the devices that serve it, before the device plugin leaves the pool"
@@ -122,7 +122,10 @@ def test_the_scan_of_a_cluster_without_device_plugin_objects_or_device_classes_s
         Status.NOT_APPLICABLE,
         "no pod requests an extended resource",
     )
-    assert results["time-slicing"] == (Status.NOT_APPLICABLE, f"no node labels {GPU}.replicas > 1")
+    assert results["time-slicing"] == (
+        Status.NOT_APPLICABLE,
+        f"no node shares {GPU} by a convention it knows",
+    )
     # Pods asking for device-plugin names in a cluster with no DeviceClass at all: named, BLOCKING.
     legacy = ClusterState(
         (1, 37), "v1.37.2", {}, [node("n", **{GPU: "8"})], [pod("a", {GPU: "1"}, "n")], [], [], [], [], [], []

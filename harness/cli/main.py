@@ -18,7 +18,8 @@
     dra-harness upgrade --from 1.36 --to 1.37  rehearsed upgrade and back, its report
     dra-harness kind cleanup [--older-than 6h] delete kind clusters killed runs left
 
-Errors the user can fix print as one line and exit 1; usage errors exit 2, also one line. Both
+Errors the user can fix print as one line and exit 1; usage errors exit 2 (scan: 64, as 2 and 3
+are its verdicts), also one line. Both
 are found before any build, cluster or run starts. Output into a closed pipe (`| head`) ends
 quietly with 141.
 """
@@ -46,6 +47,7 @@ from harness.controlplane.build import controlplane_built, ensure_controlplane, 
 from harness.core.errors import HarnessError
 from harness.core.outputs import check_output, check_report_args
 from harness.core.versions import load_matrix
+from harness.scan.exits import EXIT_USAGE
 
 # xdist workers of `run` on one cluster: most of a suite test is waiting on the cluster, so
 # more workers than the 2 cores a CI runner has (bench/parallel_cell.py measured the choice).
@@ -146,7 +148,15 @@ def cmd_scan(args: argparse.Namespace) -> int:
         check_output(out, flag)
     if args.target:
         load_matrix().minor(args.target)  # an unknown minor: one line before connecting
-    result = scan(kubeconfig, args.extended_resource, args.pool_label, args.gpu_driver, args.target)
+    result = scan(
+        kubeconfig,
+        args.extended_resource,
+        args.pool_label,
+        args.gpu_driver,
+        args.target,
+        args.context,
+        args.include_resource,
+    )
     print(render_text(result))
     written = {
         "--json": lambda: render_json(result),
@@ -273,8 +283,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _scan_parser(sub: Subparsers) -> None:
-    scan = sub.add_parser("scan", help="read-only readiness scan of a live cluster (exit 0/2/3, 1 on error)")
+    scan = sub.add_parser(
+        "scan",
+        help="read-only readiness scan of a live cluster (exit 0/2/3, 1 on error, 64 on a usage error)",
+    )
+    # 2 and 3 are the scan's verdicts (warnings, blocking): its usage errors exit 64 (EX_USAGE).
+    scan.usage_exit = EXIT_USAGE
+    scan.set_defaults(usage_exit=EXIT_USAGE)
     scan.add_argument("--kubeconfig", type=nonempty, help="default: $KUBECONFIG, then ~/.kube/config")
+    scan.add_argument(
+        "--context", type=nonempty, help="the kubeconfig context to scan (default: its current one)"
+    )
+    scan.add_argument(
+        "--include-resource",
+        action="append",
+        type=nonempty,
+        default=[],
+        metavar="NAME",
+        help="check this extended resource name as an accelerator's too (repeatable; by default the "
+        "known GPU and accelerator vendors' names and the names DeviceClasses map)",
+    )
     scan.add_argument("--extended-resource", type=nonempty, default="nvidia.com/gpu", help="legacy resource")
     scan.add_argument(
         "--pool-label",
@@ -377,7 +405,12 @@ def kubectl_dra_scan() -> int:
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     split = argv.index("--") if "--" in argv else len(argv)  # the rest is pytest's
-    args = parser.parse_args(argv[:split])
+    args, unknown = parser.parse_known_args(argv[:split])
+    if unknown:
+        parser.exit(
+            getattr(args, "usage_exit", 2),
+            f"{parser.prog}: error: unrecognized arguments: {' '.join(unknown)} (see --help)\n",
+        )
     args.pytest_args = argv[split + 1 :]
     if args.pytest_args and args.command not in ("run", "matrix"):
         parser.error(f"{args.command} takes no arguments after --; only run and matrix pass them to pytest")

@@ -111,3 +111,28 @@ def resource_v1beta1_served(version: tuple[int, int]) -> bool:
     brings it back; the dra-all profile of 1.38 does not ask for it (versions.toml).
     """
     return version < (1, 38)
+
+
+@dataclass(frozen=True)
+class GateRemoval:
+    gate: str
+    removed: str  # the first minor without it
+    source: str
+
+
+# What `scan --target` says of gates where the target's control plane is not built (no
+# `featuregates` table): the removals read in the sources; locks need the built table.
+GATE_REMOVALS = (
+    GateRemoval(
+        "DynamicResourceAllocation",
+        "1.38",
+        "k8s.io/kubernetes pkg/features/kube_features.go@v1.37.2 (GA, locked to true since 1.35, "
+        "'remove completely in 1.38'); absent from it @v1.38.0-beta.0",
+    ),
+)
+
+
+def gate_removals_ahead(current: str, target: str) -> list[GateRemoval]:
+    return [
+        g for g in GATE_REMOVALS if minor_number(current) < minor_number(g.removed) <= minor_number(target)
+    ]

@@ -17,8 +17,9 @@ from harness.controlplane.gates import dra_gates
 from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
 from harness.core.redaction import redact
 from harness.kit.cel import Outcome, count_matches, published_devices
+from harness.kit.checks.conventions import LOOKED_FOR, cluster_conventions
 from harness.kit.checks.detectors import Finding, Severity, mapping_claimants, requested_extended_resources
-from harness.kit.checks.migration import time_sliced_nodes
+from harness.kit.checks.migration import NOT_ACCELERATOR, time_sliced_nodes
 from harness.kit.kube import Obj
 from harness.scan.state import ClusterState
 
@@ -206,6 +207,7 @@ COVERS: dict[str, tuple[str, ...]] = {
         "selector-matches-nothing",
     ),
     "accounting": ("accounting", "quota-legacy-name"),
+    "unmapped-legacy-resource": (NOT_ACCELERATOR,),
     "device-taints": ("device-taints", "device-taint-rule"),
 }
 TARGET_CHECKS = (
@@ -228,6 +230,7 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
     no_slices = "" if dra_nodes else "no node publishes DRA devices"
     requested = {r for p in state.pods for r in requested_extended_resources(p)}
     gate = state.gates.get("DRAExtendedResource")
+    shared = time_sliced_nodes(state.nodes, resource)
     return {
         "bridge-support": (
             "",
@@ -255,9 +258,14 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
             "no node advertises through the device plugin a name a DeviceClass maps to its DRA devices",
         ),
         "time-slicing": (
-            "" if time_sliced_nodes(state.nodes, resource) else f"no node labels {resource}.replicas > 1",
-            f"no node's device plugin time-slices {resource}",
+            "" if any(g.sharing for g in shared) else f"no node shares {resource} by a convention it knows",
+            f"no node's device plugin time-slices or MPS-shares {resource}",
         ),
+        "mig-plain-name": (
+            "" if any(g.partition for g in shared) else f"no node advertises MIG partitions as {resource}",
+            f"no node advertises MIG partitions as {resource}",
+        ),
+        "node-conventions": ("", "the nodes carry the labels of one cloud at most"),
         "device-class-selectors": (
             "" if state.classes else "no DeviceClass",
             f"the selectors of the {len(state.classes)} DeviceClasses match published devices "
@@ -283,8 +291,14 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
     }
 
 
+NOT_CHECKED = "not-checked"  # the subject of a finding saying why its check could not be made
+
+
 def _result(check: str, covered: list[Finding], not_applicable: str, passed: str) -> CheckResult:
     worst = max((f.severity for f in covered), default=Severity.INFO)
+    lacking = [f.message for f in covered if f.subject == NOT_CHECKED]
+    if worst == Severity.INFO and lacking:
+        return CheckResult(check, Status.NOT_APPLICABLE, "; ".join(lacking))
     if worst > Severity.INFO:
         worst_ones = [f for f in covered if f.severity == worst]
         status = Status.BLOCKING if worst == Severity.BLOCKING else Status.WARN
@@ -313,6 +327,26 @@ def check_results(
     known = {r.check for r in results}
     results += [_result(c, fs, "", "") for c, fs in sorted(by_check.items()) if c not in known]
     return results
+
+
+def conventions_statement(nodes: Iterable[Obj]) -> str:
+    """Which clouds' and NVIDIA's node conventions the scan found, or which it looked for."""
+    seen = cluster_conventions(nodes)
+    if not seen:
+        return f"node conventions: none found; looked for {LOOKED_FOR}"
+    return "node conventions: " + ", ".join(f"{c} ({len(n)} node(s))" for c, n in sorted(seen.items()))
+
+
+def not_checked(state: ClusterState) -> list[str]:
+    """What the scan cannot see from the API, said at the end of every report."""
+    lines = [
+        "not checked: the nodes' side (driver roots, containerd's CDI set-up, the kubelet's plugin "
+        "registration), the drivers' own versions and configuration, and pods not yet created "
+        "by anything but the workloads listed",
+    ]
+    if state.unread:
+        lines.append(f"not checked (no permission): {', '.join(state.unread)}")
+    return lines
 
 
 def check_lines(results: Iterable[CheckResult]) -> list[str]:

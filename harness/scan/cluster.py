@@ -3,8 +3,7 @@
 It needs only get/list on the objects below and reuses the failure-mode detectors, so what
 the suites stage on the local cluster is what the scan finds on a real one.
 
-Exit codes: 0 ready, 2 warnings only, 3 blocking findings, 1 the scan itself failed
-(unreachable cluster, missing permission, bad input).
+Exit codes: harness.scan.exits.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from harness.clusters.existing import parse_feature_metrics
+from harness.clusters.local.upgrade import STORAGE_DROPS
 from harness.controlplane.gates import dra_gates
 from harness.core.errors import HarnessError
 from harness.core.expectations import (
@@ -25,6 +25,7 @@ from harness.core.expectations import (
     device_taint_rule_api,
 )
 from harness.core.redaction import redact, redact_obj
+from harness.kit.checks.accelerators import AcceleratorScope
 from harness.kit.checks.detectors import (
     Finding,
     Severity,
@@ -36,6 +37,7 @@ from harness.kit.checks.detectors import (
     detect_selectors_matching_nothing,
 )
 from harness.kit.checks.migration import (
+    detect_conflicting_conventions,
     detect_served_both_ways,
     detect_time_slicing,
     detect_unmapped_legacy_requests,
@@ -48,23 +50,31 @@ from harness.scan.checks import (
     bridging_statements,
     check_lines,
     check_results,
+    conventions_statement,
     detect_pools,
     device_plugin_daemonsets,
     gates_statement,
     kubelet_skew,
+    not_checked,
     summary_for,
 )
+from harness.scan.exits import EXIT_BLOCKING, EXIT_READY, EXIT_WARNINGS
 from harness.scan.state import ClusterState
 from harness.scan.taints import rule_findings, slice_taint_findings
+from harness.scan.workloads import WORKLOAD_KINDS, workloads_of
 
-EXIT_READY, EXIT_ERROR, EXIT_WARNINGS, EXIT_BLOCKING = 0, 1, 2, 3
 VERDICTS = {EXIT_READY: "READY", EXIT_WARNINGS: "READY WITH WARNINGS", EXIT_BLOCKING: "NOT READY"}
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 
 # Everything the scan reads: give its user exactly this (read-only) ClusterRole.
 SCAN_RBAC_RULES: list[Obj] = [
     {"apiGroups": [""], "resources": ["nodes", "pods", "resourcequotas"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["daemonsets", "deployments", "statefulsets"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": ["get", "list", "watch"]},
     {
         "apiGroups": ["resource.k8s.io"],
         "resources": [
@@ -75,6 +85,13 @@ SCAN_RBAC_RULES: list[Obj] = [
             "devicetaintrules",
         ],
         "verbs": ["get", "list", "watch"],
+    },
+    # --target: PrometheusRules naming renamed metrics, and the scheduling API's stored objects.
+    {"apiGroups": ["monitoring.coreos.com"], "resources": ["prometheusrules"], "verbs": ["get", "list"]},
+    {
+        "apiGroups": sorted({d.group_version.split("/")[0] for d in STORAGE_DROPS}),
+        "resources": sorted({r for d in STORAGE_DROPS for r in d.resources}),
+        "verbs": ["get", "list"],
     },
     {"nonResourceURLs": ["/metrics", "/version"], "verbs": ["get"]},
 ]
@@ -120,17 +137,38 @@ def _read_state(kube: Kube) -> ClusterState:
         except DynamicApiError as err:
             raise kube.failure(err, f"the list of {kind} ({api})") from None
 
+    def optional(api: str, kind: str, resource: str) -> list[Obj]:
+        """A read only some checks need: refused, those checks say what they lacked."""
+        try:
+            return kube.list(api, kind)
+        except ForbiddenError:
+            unread.append(f"list on {resource} ({api.split('/')[0]})")
+            return []
+        except ResourceNotFoundError:
+            return []
+        except DynamicApiError as err:
+            raise kube.failure(err, f"the list of {kind} ({api})") from None
+
+    unread: list[str] = []
+    workloads = [
+        w
+        for k in WORKLOAD_KINDS
+        if k.kind != "DaemonSet"
+        for w in workloads_of(k, optional(k.api, k.kind, k.resource))
+    ]
     status, metrics = kube.raw_get("/metrics")
     gates: dict[str, bool] = {}
     if status == 200:
         gates = parse_feature_metrics(metrics)
+    daemonsets = listed("apps/v1", "DaemonSet")
+    workloads += workloads_of(next(k for k in WORKLOAD_KINDS if k.kind == "DaemonSet"), daemonsets)
     return ClusterState(
         version=(major, minor),
         git_version=git_version,
         gates=gates,
         nodes=listed("v1", "Node"),
         pods=listed("v1", "Pod"),
-        daemonsets=listed("apps/v1", "DaemonSet"),
+        daemonsets=daemonsets,
         classes=listed(RESOURCE_V1, "DeviceClass"),
         slices=listed(RESOURCE_V1, "ResourceSlice"),
         claims=listed(RESOURCE_V1, "ResourceClaim"),
@@ -138,6 +176,8 @@ def _read_state(kube: Kube) -> ClusterState:
         quotas=listed("v1", "ResourceQuota"),
         # The version the minor serves DeviceTaintRule in (harness.core.expectations); not served: [].
         taint_rules=listed(device_taint_rule_api((major, minor)), "DeviceTaintRule"),
+        workloads=workloads,
+        unread=unread,
     )
 
 
@@ -219,7 +259,13 @@ def _claim_counts(state: ClusterState) -> list[Finding]:
     ]
 
 
-def run_checks(state: ClusterState, resource: str, pools: Pools, gpu_drivers: Iterable[str]) -> list[Finding]:
+def run_checks(
+    state: ClusterState,
+    resource: str,
+    pools: Pools,
+    gpu_drivers: Iterable[str],
+    include: Iterable[str] = (),
+) -> list[Finding]:
     used = {
         r["exactly"]["deviceClassName"]
         for t in state.templates
@@ -232,13 +278,17 @@ def run_checks(state: ClusterState, resource: str, pools: Pools, gpu_drivers: It
         for r in c["spec"]["devices"].get("requests") or []
         if "exactly" in r
     }
+    scope = AcceleratorScope.of(state.classes, [resource, *include])
     findings = [
         *detect_bridge_unavailable(state.version, state.gates),
         *detect_ambiguous_mappings(state.classes, state.pods, state.version),
         *detect_double_stack(state.nodes, state.slices, state.classes, resource, gpu_drivers),
         *device_plugin_daemonsets(state),
-        *detect_unmapped_legacy_requests(state.pods, state.classes, state.nodes, pools.of),
+        *detect_unmapped_legacy_requests(
+            state.pods, state.classes, state.nodes, pools.of, scope, state.workloads
+        ),
         *detect_time_slicing(state.nodes, state.pods, resource),
+        *detect_conflicting_conventions(state.nodes),
         *detect_served_both_ways(state.nodes, state.slices, state.classes, state.version),
         *detect_selectors_matching_nothing(state.classes, state.slices, used),
         *kubelet_skew(state),
@@ -285,7 +335,7 @@ def render_text(result: ScanResult) -> str:
         if f.severity > Severity.INFO:
             lines.append(f"{'':<8} {'':<26} fix: {f.remediation}")
     counts = ", ".join(f"{n} {s}" for s, n in summary_for(result.checks).items())
-    lines += [f"checks: {counts}", *check_lines(result.checks)]
+    lines += [f"checks: {counts}", *check_lines(result.checks), *not_checked(state)]
     lines.append(f"verdict: {VERDICTS[exit_code(findings)]}")
     return redact("\n".join(lines))
 
@@ -306,6 +356,7 @@ def render_json(result: ScanResult) -> str:
         "gates": dra_gates(result.state.gates),
         "checks": [{"check": c.check, "status": c.status.value, "why": c.why} for c in result.checks],
         "findings": [asdict(f) | {"severity": f.severity.name} for f in result.findings],
+        "not_checked": not_checked(result.state),
     }
     return json.dumps(redact_obj(data), indent=2)
 
@@ -316,11 +367,13 @@ def scan(
     pool_label: str | None,
     gpu_drivers: Iterable[str],
     target: str | None = None,
+    context: str | None = None,
+    include: Iterable[str] = (),
 ) -> ScanResult:
     """What the cluster has and what the checks find in it (the CLI prints and exits); with
     `target`, the pre-upgrade findings for that minor too (harness.scan.target). Pools by
     `pool_label`, or detected from well-known labels (harness.scan.checks)."""
-    kube = Kube.from_kubeconfig(kubeconfig)
+    kube = Kube.from_kubeconfig(kubeconfig, context)
     try:
         state = read_state(kube)
         extra = []
@@ -332,7 +385,7 @@ def scan(
     finally:
         kube.close()
     pools = detect_pools(state.nodes, pool_label)
-    findings = [*run_checks(state, resource, pools, gpu_drivers), *extra]
+    findings = [*run_checks(state, resource, pools, gpu_drivers, include), *extra]
     findings.sort(key=lambda f: (-f.severity, f.check, f.subject))
     bridge_on = not any(f.check == "bridge-support" and f.severity == Severity.BLOCKING for f in findings)
     return ScanResult(
@@ -340,5 +393,5 @@ def scan(
         findings,
         pools,
         check_results(state, findings, resource, target),
-        bridging_statements(state, pools, bridge_on),
+        [*bridging_statements(state, pools, bridge_on), conventions_statement(state.nodes)],
     )

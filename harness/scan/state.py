@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.kit.checks.migration import Workload
 from harness.kit.kube import Obj
 
 
@@ -23,3 +24,5 @@ class ClusterState:
     templates: list[Obj]
     quotas: list[Obj]
     taint_rules: list[Obj] = field(default_factory=list)  # DeviceTaintRules, where served
+    workloads: list[Workload] = field(default_factory=list)  # controllers' pod templates
+    unread: list[str] = field(default_factory=list)  # "list on jobs (batch)": what the user may not read

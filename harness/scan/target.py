@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from harness.clusters.local.upgrade import (
     KUBELET_MAX_BEHIND,
     SKEW_POLICY,
+    STORAGE_DROPS,
     served_kinds,
     stored_in_dropped_versions,
     written_through,
@@ -27,10 +28,11 @@ from harness.clusters.local.upgrade import (
 from harness.controlplane.build import binary_path
 from harness.controlplane.gates import KnownGate, known_gates
 from harness.core.expectations import kubelet_prepares_bridged_claim
-from harness.core.upgrade_facts import removals_ahead, renamed_metrics
+from harness.core.upgrade_facts import gate_removals_ahead, removals_ahead, renamed_metrics
 from harness.core.versions import Matrix, minor_number
 from harness.kit.checks.detectors import Finding, Severity
 from harness.kit.kube import ForbiddenError, Kube, Obj
+from harness.scan.checks import NOT_CHECKED
 
 PROMETHEUS_RULES = "monitoring.coreos.com/v1"
 _VERSION = re.compile(r"^v(\d+)\.(\d+)")
@@ -49,7 +51,13 @@ def path_to(current: str, target: str) -> list[tuple[str, str]]:
 def stored_findings(kube: Kube, current: str, target: str) -> list[Finding]:
     findings = []
     for before, after in path_to(current, target)[:1]:  # later steps: what the first leaves
-        for obj in stored_in_dropped_versions(kube, before, after):
+        try:
+            stranded = stored_in_dropped_versions(kube, before, after)
+        except ForbiddenError:
+            groups = sorted({d.group_version.split("/")[0] for d in STORAGE_DROPS})
+            why = f"needs list on the objects {after} cannot read ({', '.join(groups)})"
+            return [Finding("stored-api-version", Severity.INFO, NOT_CHECKED, why, "")]
+        for obj in stranded:
             gv, resource, name = obj.split(" ")
             findings.append(
                 Finding(
@@ -161,10 +169,10 @@ def metric_findings(kube: Kube, current: str, target: str) -> list[Finding]:
         return [
             Finding(
                 "renamed-metrics",
-                Severity.WARNING,
-                "cluster",
-                "may not list PrometheusRule objects: rules naming renamed metrics were not checked",
-                "grant list on prometheusrules (monitoring.coreos.com) to the scan's user",
+                Severity.INFO,
+                NOT_CHECKED,
+                "needs list on prometheusrules (monitoring.coreos.com)",
+                "bind the scan's user to deploy/scan/clusterrole.yaml",
             )
         ]
     findings = []
@@ -255,16 +263,37 @@ def target_findings(
         current_gates = known_gates(now) if now is not None and now.exists() else {}
         findings += gate_findings(gates, target, known_gates(binary), current_gates)
     else:
-        findings.append(
-            Finding(
-                "gate-data",
-                Severity.INFO,
-                "cluster",
-                f"no gate table of {target} here: its gates were not compared",
-                f"dra-harness controlplane build -k {target}",
-            )
-        )
+        findings += known_gate_removals(gates, current, target)
     return findings + kubelet_findings(nodes, target)
+
+
+def known_gate_removals(running: Mapping[str, bool], current: str, target: str) -> list[Finding]:
+    """Without the target's built gate table: the removals harness.core.upgrade_facts knows, and
+    gate-locked not made (it needs the table)."""
+    build = f"dra-harness controlplane build -k {target}"
+    lacking = Finding(
+        "gate-locked",
+        Severity.INFO,
+        NOT_CHECKED,
+        f"no gate table of {target} here: locks not compared",
+        build,
+    )
+    if not running:
+        why = "the API server's /metrics shows no gates"
+        return [lacking, Finding("gate-removed", Severity.INFO, NOT_CHECKED, why, build)]
+    removed = [g for g in gate_removals_ahead(current, target) if g.gate in running]
+    findings = [
+        Finding(
+            "gate-removed",
+            Severity.INFO,
+            f"gate/{g.gate}",
+            f"runs {str(running[g.gate]).lower()}; {target} has no such gate ({g.source})",
+            "drop it from every component's --feature-gates before the upgrade: a component refuses "
+            "unknown gates",
+        )
+        for g in removed
+    ]
+    return [lacking, *findings]
 
 
 def downgrade_findings(kube: Kube, nodes: list[Obj], current: str, target: str) -> list[Finding]:

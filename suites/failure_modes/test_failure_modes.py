@@ -17,6 +17,7 @@ from harness.core.expectations import (
 )
 from harness.kit import builders as b
 from harness.kit import kinds
+from harness.kit.checks.accelerators import AcceleratorScope
 from harness.kit.checks.detectors import (
     Severity,
     account,
@@ -169,7 +170,11 @@ def test_class_without_extended_resource_name_leaves_legacy_pods_pending_and_is_
     _, legacy_name, pod = _unmapped_legacy_pod(kube, namespace, driver, gpu_pool, objects)
 
     assert unschedulable_reasons(scheduling_message(pod)).get(f"Insufficient {legacy_name}") == 1
-    [finding] = detect_unmapped_legacy_requests([pod], kube.list(*kinds.DEVICE_CLASS), kube.list(*kinds.NODE))
+    # The project's own legacy name is no vendor's accelerator: named in the scope (--include-resource).
+    scope = AcceleratorScope(included=frozenset({legacy_name}))
+    [finding] = detect_unmapped_legacy_requests(
+        [pod], kube.list(*kinds.DEVICE_CLASS), kube.list(*kinds.NODE), scope=scope
+    )
     assert (finding.check, finding.severity, finding.subject) == (
         "unmapped-legacy-resource",
         Severity.BLOCKING,

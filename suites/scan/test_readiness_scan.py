@@ -83,7 +83,10 @@ def test_staged_failure_modes_are_each_found(
     wait_unschedulable(kube, namespace, "unmapped")
     other_tests_gone(kube, namespace)
 
-    code, output, report = run_scan(service_account_kubeconfig(read=True), tmp_path / "scan.json")
+    # The project's own name is no vendor's accelerator: --include-resource opts it in.
+    code, output, report = run_scan(
+        service_account_kubeconfig(read=True), tmp_path / "scan.json", f"--include-resource={unmapped}"
+    )
 
     assert code == 3, output
     assert output.splitlines()[-1] == "verdict: NOT READY"

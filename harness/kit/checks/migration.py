@@ -8,9 +8,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from harness.core.expectations import device_plugin_wins_where_it_advertises
 from harness.kit.cel import Outcome, count_matches, published_devices
+from harness.kit.checks.accelerators import VENDORS, AcceleratorScope
+from harness.kit.checks.conventions import (
+    AKS,
+    CLOUDS,
+    GKE,
+    GKE_DRA_DOC,
+    GpuNode,
+    cluster_conventions,
+    gpu_nodes,
+)
 from harness.kit.checks.detectors import (
     Finding,
     Severity,
@@ -22,6 +33,8 @@ from harness.kit.kube import Obj
 
 SHOWN = 5  # pods listed before "and N more"
 NOT_SCHEDULED = "not scheduled"
+NOT_ACCELERATOR = "not-accelerator"
+TEMPLATE = " (template)"
 SHARED_SUFFIX = ".shared"  # the device plugin's renameByDefault name for a time-sliced resource
 # The device plugin's mixed MIG strategy names a resource per profile: nvidia.com/mig-1g.10gb.
 _MIG_NAME = re.compile(r"^nvidia\.com/mig-(.+)$")
@@ -62,30 +75,60 @@ def _class_remedy(name: str) -> str:
     return fix + ", before the device plugin leaves the pool"
 
 
-def detect_unmapped_legacy_requests(
-    pods: Iterable[Obj],
-    classes: Iterable[Obj],
-    nodes: Iterable[Obj],
-    pool_of: Mapping[str, str] | None = None,
-) -> list[Finding]:
-    """Every extended resource name live pods request, checked against the DeviceClasses'
-    extendedResourceName (and implicit names): one BLOCKING finding per name no class maps,
-    naming its pods and their pools. Served by a device plugin today, the pods stay Pending
-    once it leaves the pool; served by nothing, they are Pending now."""
-    mapping = class_mappings(classes)
-    advertised = advertised_names(nodes)
-    where = pool_of or {}
+@dataclass(frozen=True)
+class Workload:
+    """A controller whose pod template asks for extended resources: checked like a pod, so a
+    CronJob or a Deployment scaled to zero is found before its next pod stays Pending."""
+
+    kind: str  # lower case: deployment, statefulset, daemonset, job, cronjob
+    namespace: str
+    name: str
+    template: Obj  # the pod template: {"metadata": ..., "spec": ...}
+
+    @property
+    def subject(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+def _requesters(
+    pods: Iterable[Obj], workloads: Iterable[Workload], where: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """Extended resource name -> who asks for it: live pods (with their pool) and workloads."""
     requesters: dict[str, list[str]] = {}
     for pod in _live(pods):
         meta, node = pod["metadata"], (pod.get("spec") or {}).get("nodeName")
         place = f"pool {where.get(node, node)}" if node else NOT_SCHEDULED
         for name in requested_extended_resources(pod):
-            if name not in mapping:
-                requesters.setdefault(name, []).append(
-                    f"{meta.get('namespace', '')}/{meta['name']} ({place})"
-                )
+            requesters.setdefault(name, []).append(f"{meta.get('namespace', '')}/{meta['name']} ({place})")
+    for w in workloads:
+        for name in requested_extended_resources(w.template):
+            requesters.setdefault(name, []).append(f"{w.subject}{TEMPLATE}")
+    return requesters
+
+
+def detect_unmapped_legacy_requests(
+    pods: Iterable[Obj],
+    classes: Iterable[Obj],
+    nodes: Iterable[Obj],
+    pool_of: Mapping[str, str] | None = None,
+    scope: AcceleratorScope | None = None,
+    workloads: Iterable[Workload] = (),
+) -> list[Finding]:
+    """Every accelerator name (`scope`: by default the known vendors' names and the classes'
+    own) live pods or workload templates request, checked against the DeviceClasses'
+    extendedResourceName (and implicit names): one BLOCKING finding per name no class maps,
+    naming who asks and where. Served by a device plugin today, the pods stay Pending once it
+    leaves the pool; served by nothing, they are Pending now. Names outside the scope are one
+    INFO finding: a network or storage device plugin's name is no migration risk."""
+    classes = list(classes)
+    mapping = class_mappings(classes)
+    scope = scope or AcceleratorScope.of(classes)
+    advertised = advertised_names(nodes)
+    requesters = _requesters(pods, workloads, pool_of or {})
     findings = []
-    for name, pods_ in sorted(requesters.items()):
+    for name, who in sorted(requesters.items()):
+        if name in mapping or not scope.covers(name):
+            continue
         served = advertised.get(name, 0)
         state = (
             f"only a device plugin serves it (on {served} node(s)): "
@@ -98,16 +141,33 @@ def detect_unmapped_legacy_requests(
                 "unmapped-legacy-resource",
                 Severity.BLOCKING,
                 f"extendedresource/{name}",
-                f"no DeviceClass maps it and {state}; {len(pods_)} pod(s) request it: {_some(sorted(pods_))}",
+                f"no DeviceClass maps it and {state}; {_who(who)} request it: {_some(sorted(who))}",
                 _class_remedy(name),
             )
         )
+    others = sorted(n for n in requesters if n not in mapping and not scope.covers(n))
+    if others:
+        findings.append(not_accelerators(others, requesters))
     return findings
 
 
-def _labels_int(node: Obj, key: str, default: int) -> int:
-    value = quantity_int((node["metadata"].get("labels") or {}).get(key, default))
-    return value if value > 0 else default
+def _who(requesters: list[str]) -> str:
+    templates = sum(r.endswith(TEMPLATE) for r in requesters)
+    pods = f"{len(requesters) - templates} pod(s)"
+    return f"{pods} and {templates} workload(s)" if templates else pods
+
+
+def not_accelerators(names: list[str], requesters: Mapping[str, list[str]]) -> Finding:
+    """One note for every requested name that is no accelerator's: bounded however many."""
+    shown = [f"{n} ({len(requesters[n])} requester(s))" for n in names]
+    return Finding(
+        NOT_ACCELERATOR,
+        Severity.INFO,
+        "cluster",
+        f"{len(names)} extended resource name(s) requested are not accelerators' "
+        f"({', '.join(v.name.split(' (')[0] for v in VENDORS)}): not checked: {_some(shown)}",
+        "--include-resource NAME checks one as an accelerator",
+    )
 
 
 def _fitting(requests: list[int], gpus: int) -> int:
@@ -120,18 +180,58 @@ def _fitting(requests: list[int], gpus: int) -> int:
     return fit
 
 
-def time_sliced_nodes(nodes: Iterable[Obj], resource: str) -> list[Obj]:
-    """Nodes GPU feature discovery labels with `<resource>.replicas` > 1 (device-plugin
-    time-slicing; NVIDIA/k8s-device-plugin internal/lm/resource.go @ 02f65cca replicasLabel)."""
-    return [n for n in nodes if _labels_int(n, f"{resource}.replicas", 1) > 1]
+def time_sliced_nodes(nodes: Iterable[Obj], resource: str) -> list[GpuNode]:
+    """Nodes whose device plugin advertises `resource` beyond their GPUs: time-slicing or MPS
+    by any convention harness.kit.checks.conventions reads (GFD's replicas, GKE's sharing labels,
+    a cloud's GPU count), or MIG partitions under the plain name."""
+    return gpu_nodes(nodes, resource)
+
+
+def _sharing_fix(node: GpuNode) -> str:
+    if node.cloud == GKE:
+        return (
+            f"GKE's DRA set-up supports no time-sharing, MPS or multi-instance GPUs ({GKE_DRA_DOC}): keep "
+            "this pool on GKE's device plugin, or move its pods to ResourceClaims first"
+        )
+    if node.partition:
+        return (
+            f"map {node.resource} to MIG devices of profile {node.partition} (a DeviceClass selecting "
+            f"profile == '{node.partition}') or give the pods ResourceClaims for that profile before the "
+            "move; else keep the pool on the device plugin"
+            + (" (AKS fixes a pool's GPU instance profile at creation)" if node.cloud == AKS else "")
+        )
+    return (
+        "before the move, replace the sharing: consumable capacity (DRAConsumableCapacity, a "
+        "device with allowMultipleAllocations several claims share) or one ResourceClaim the "
+        "pods share, with the driver's time-slicing config; else keep the pool on the device plugin"
+    )
+
+
+def _sharing_finding(node: GpuNode, using: list[int]) -> Finding:
+    wont = len(using) - _fitting(using, node.gpus)
+    where = f"{node.cloud}: " if node.cloud and not node.how.startswith(node.cloud) else ""
+    what = f"MIG partitions {node.partition} under the plain name" if node.partition else "over-advertised"
+    gets = "a whole GPU" if node.partition else "whole devices"
+    return Finding(
+        "mig-plain-name" if node.partition else "time-slicing",
+        Severity.BLOCKING if wont else Severity.WARNING,
+        f"node/{node.name}",
+        f"advertises {node.resource}: {node.units} for {node.gpus} GPU(s) ({where}{node.how}): "
+        f"{node.units - node.gpus} {what}; {len(using)} pod(s) use {sum(using)} here, {wont} will not fit "
+        f"once DRA serves the node (a bridged pod gets {gets}"
+        + (" unless its class selects that profile)" if node.partition else ")"),
+        _sharing_fix(node),
+    )
 
 
 def detect_time_slicing(nodes: Iterable[Obj], pods: Iterable[Obj], resource: str) -> list[Finding]:
-    """Per node whose device plugin time-slices `resource`: how many it advertises beyond its
-    GPUs (`<resource>.count`), and how many of the pods using them will not fit once a DRA driver
-    serves the node, where a bridged pod gets whole devices (time-slicing and MPS are per claim).
-    With renameByDefault the plugin advertises `<resource>.shared` instead (NVIDIA/k8s-device-plugin
-    api/config/v1 DefaultSharedRename); GPU feature discovery's labels keep the plain name."""
+    """Per node whose device plugin advertises `resource` beyond its GPUs (time-slicing, MPS, MIG
+    partitions under the plain name, by the node's convention): how many units it advertises
+    beyond its GPUs, and how many of the pods using them will not fit once a DRA driver serves
+    the node, where a bridged pod gets whole devices (time-slicing and MPS are per claim) unless
+    the class mapping the name selects that MIG profile. With renameByDefault the plugin
+    advertises `<resource>.shared` instead (NVIDIA/k8s-device-plugin api/config/v1
+    DefaultSharedRename); GPU feature discovery's labels keep the plain name."""
     names = (resource, resource + SHARED_SUFFIX)
     on_node: dict[str, list[int]] = {}
     for p in _live(pods):
@@ -139,33 +239,27 @@ def detect_time_slicing(nodes: Iterable[Obj], pods: Iterable[Obj], resource: str
         want = sum(asked.get(name, 0) for name in names)
         if node and want:
             on_node.setdefault(node, []).append(want)
-    findings = []
-    for n in time_sliced_nodes(nodes, resource):
-        node = n["metadata"]["name"]
-        allocatable = (n.get("status") or {}).get("allocatable") or {}
-        served = [(name, quantity_int(allocatable.get(name, 0))) for name in names]
-        name, advertised = max(served, key=lambda s: s[1])
-        if advertised <= 0:
-            continue
-        replicas = _labels_int(n, f"{resource}.replicas", 1)
-        gpus = _labels_int(n, f"{resource}.count", max(advertised // replicas, 1))
-        using = on_node.get(node, [])
-        wont = len(using) - _fitting(using, gpus)
-        findings.append(
-            Finding(
-                "time-slicing",
-                Severity.BLOCKING if wont else Severity.WARNING,
-                f"node/{node}",
-                f"advertises {name}: {advertised} for {gpus} GPU(s) (device-plugin time-slicing, "
-                f"{replicas} replicas): {advertised - gpus} over-advertised; {len(using)} pod(s) use "
-                f"{sum(using)} here, {wont} will not fit once DRA serves the node (a bridged pod gets "
-                "whole devices)",
-                "before the move, replace the sharing: consumable capacity (DRAConsumableCapacity, a "
-                "device with allowMultipleAllocations several claims share) or one ResourceClaim the "
-                "pods share, with the driver's time-slicing config; else keep the pool on the device plugin",
-            )
+    return [_sharing_finding(g, on_node.get(g.name, [])) for g in gpu_nodes(nodes, resource)]
+
+
+def detect_conflicting_conventions(nodes: Iterable[Obj]) -> list[Finding]:
+    """Nodes labelled by two clouds: one warning naming both, the pools read by the first."""
+    seen = cluster_conventions(nodes)
+    clouds = [c for c in CLOUDS if c in seen]
+    if len(clouds) < 2:
+        return []
+    counts = ", ".join(f"{c} on {len(seen[c])} node(s) ({_some(sorted(seen[c]))})" for c in clouds)
+    return [
+        Finding(
+            "node-conventions",
+            Severity.WARNING,
+            "cluster",
+            f"nodes carry the labels of {len(clouds)} clouds: {counts}; the findings read each node by "
+            "its own labels, pools by the first pool label a node carries",
+            "check that these nodes are what their labels say (a copied node template, a test fixture), "
+            "or pass --pool-label",
         )
-    return findings
+    ]
 
 
 def detect_served_both_ways(
