@@ -123,3 +123,23 @@ def _read_or_gone(path: Path) -> str:
         return path.read_text()
     except FileNotFoundError:  # reaped between two reads
         return "gone"
+
+
+def test_the_restart_command_gets_the_runs_kubeconfig_not_the_runners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", "/home/runner/.kube/config")  # the runner's default context
+    given = tmp_path / "cluster.kubeconfig"
+    with pytest.raises(HarnessError) as failed:
+        restart_plugin(("sh", "-c", 'echo "KUBECONFIG=$KUBECONFIG"; exit 3'), "n", kubeconfig=given)
+    assert str(failed.value) == (
+        f"""sh -c 'echo "KUBECONFIG=$KUBECONFIG"; exit 3': exit 3: KUBECONFIG={given}"""
+    )
+    with pytest.raises(HarnessError, match=r": exit 3: KUBECONFIG=/home/runner/\.kube/config$"):
+        restart_plugin(("sh", "-c", 'echo "KUBECONFIG=$KUBECONFIG"; exit 3'), "n")  # none given: as it was
+
+
+def test_a_restart_command_runs_without_a_shell() -> None:
+    with pytest.raises(HarnessError) as failed:
+        restart_plugin(("true;", "echo", "{node}"), "n")
+    assert str(failed.value) == "'true;' echo n: No such file or directory"
