@@ -183,7 +183,8 @@ def qualify(req: QualifyRequest) -> int:
     tarball = write_report(q, out)
     for c in q.capabilities:
         why = f": {c.evidence[0]}" if c.evidence and c.verdict is not Verdict.PASS else ""
-        print(f"{c.verdict!s:<13} {c.capability.id}: {c.headline}{why}")
+        ran = c.headline.removeprefix(str(c.verdict)).removeprefix(", ")  # "4 of 6 ran; ..."
+        print(f"{c.verdict!s:<13} {c.capability.id}{f' ({ran})' if ran else ''}{why}")
     if q.verdict is Verdict.ERROR:
         print(f"dra-harness qualify: pytest exit {code}: the run did not complete", file=sys.stderr)
     print(f"{q.verdict}: report {out / 'qualify.html'}; results: {tarball}; exit {q.exit_code}")
