@@ -58,6 +58,8 @@ def test_a_pass_on_the_rerun_is_recorded_with_the_first_failure(
     assert tests["test_fails_once"]["rerun"].startswith("call: AssertionError: first attempt fails")
     assert tests["test_always_fails"]["rerun"].startswith("call: AssertionError: broken for good")
     assert "rerun" not in tests["test_steady"]  # files of tests that ran once stay as they were
+    # the passing attempt's phases only: the failed attempt is the `rerun` text
+    assert tests["test_fails_once"]["phases"] == {"setup": "passed", "call": "passed", "teardown": "passed"}
 
 
 GANG = "suites/gang/test_gang.py::test_x"

@@ -81,6 +81,18 @@ def test_not_supported_is_the_drivers_and_cluster_lacks_the_clusters() -> None:
     )
 
 
+def test_a_skip_for_cells_without_a_gate_lacks_nothing() -> None:
+    """A test for cells where the gate is off, skipped because it is on: nothing is lacking."""
+    on = Reason(
+        Kind.FEATURE_GATE, required=False, minor="1.37", profile="dra-all", gate="GangScheduling", state=True
+    )
+    result = decide(GANG, [_t("test_a", "skipped", on)])
+    assert (result.verdict, result.evidence) == (
+        Verdict.NOT_TESTED,
+        ["test_a: covers cells where feature gate GangScheduling is off; it is on in 1.37/dra-all"],
+    )
+
+
 def _q(*results: CapabilityResult, totals: dict[str, int], pytest_exit: int = 0) -> Qualification:
     q = Qualification(
         "gpu.acme.example", "gpu.acme.example", "nvidia.com/gpu", "dra-harness qualify", ClusterFacts()

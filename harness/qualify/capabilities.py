@@ -197,7 +197,8 @@ def decide(cap: Capability, tests: list[TestRecord]) -> CapabilityResult:
 def _nothing_ran(cap: Capability, skipped: list[TestRecord], counts: dict[str, int]) -> CapabilityResult:
     """The driver lacking it is said first: its fleet's reasons are certain, whatever the gates."""
     for word, kinds_ in ((Verdict.NOT_SUPPORTED, _DRIVER_LACKS), (Verdict.CLUSTER_LACKS, _CLUSTER_LACKS)):
-        lacking = [t for t in skipped if any(r.kind in kinds_ for r in t.reasons)]
+        # required=False: a test for cells *without* the gate or capability; nothing lacks it
+        lacking = [t for t in skipped if any(r.kind in kinds_ and r.required for r in t.reasons)]
         if lacking:
             return CapabilityResult(cap, word, [_skip_line(t) for t in lacking], counts, str(word))
     evidence = [_skip_line(t) for t in skipped] or ["no test of this capability was run"]
