@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from harness.core.versions import REPO_ROOT
 from harness.qualify.capabilities import decide_all
 from harness.qualify.preflight import ClusterFacts
 from harness.qualify.report import Qualification
-from harness.reports.summary import read_summary
+from harness.reports.summary import SummaryError, read_summary
 from harness.reports.verdicts import Word
 
 PLANTED = """
@@ -143,3 +144,31 @@ def test_only_the_teardown_failing_is_enough_for_fail(pytester: pytest.Pytester)
     result.assert_outcomes(passed=1, errors=1)
     verdicts = {c.capability.id: c.verdict for c in decide_all(read_summary(pytester.path / "summary.json"))}
     assert verdicts["gang"] is Word.FAIL
+
+
+CELL = {"minor": "1.37", "personality": "external", "profile": "dra-all"}
+
+
+@pytest.mark.parametrize(
+    ("phases", "error"),
+    [
+        ({"teardown": "exploded"}, "setup/call/teardown: passed, failed or skipped"),
+        ({"cleanup": "passed"}, "setup/call/teardown: passed, failed or skipped"),
+        (["teardown"], "an object"),
+    ],
+)
+def test_a_summary_with_bad_phases_is_one_line(tmp_path: Path, phases: object, error: str) -> None:
+    test = {"nodeid": "suites/gang/test_x.py::test_x", "area": "gang", "outcome": "passed", "duration": 1.0}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"cell": CELL, "tests": [test | {"phases": phases}]}))
+    with pytest.raises(SummaryError) as bad:
+        read_summary(path)
+    assert str(bad.value) == f"{path} is not a summary.json: tests[0].phases must be {error}, got {phases!r}"
+
+
+def test_a_summary_without_phases_reads_as_before(tmp_path: Path) -> None:
+    test = {"nodeid": "suites/gang/test_x.py::test_x", "area": "gang", "outcome": "passed", "duration": 1.0}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"cell": CELL, "tests": [test]}))
+    [record] = read_summary(path).tests
+    assert (record.phases, "phases" in record.to_json()) == ({}, False)
