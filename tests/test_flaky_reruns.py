@@ -1,6 +1,7 @@
 """A test that fails, then passes on its rerun (--reruns, pytest-rerunfailures) is recorded as
-flaky in summary.json with the first attempt's failure, never as a plain pass; the readiness
-check warns and the nightly diff lists it as flaky."""
+flaky in summary.json with the first attempt's failure, never as a plain pass; qualify, the
+readiness report and matrix all say FLAKY (one word, harness.reports.verdicts) and the nightly
+diff lists it as flaky."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import json
 
 import pytest
 
+from harness.core.requirements import Kind, Reason
 from harness.nightly.diff import compare
 from harness.nightly.night import CellNight, Night, TestRun
+from harness.qualify.capabilities import CAPABILITIES, decide
 from harness.readiness import evaluate
 from harness.readiness.catalog import CHECK_IDS
 from harness.readiness.status import Status
 from harness.reports.summary import TestRecord
+from harness.reports.verdicts import Word, cell_word
 from tests.cli import run_suite_file
 
 FLAKY_TESTS = """
@@ -54,18 +58,50 @@ def test_a_pass_on_the_rerun_is_recorded_with_the_first_failure(
     assert tests["test_fails_once"]["rerun"].startswith("call: AssertionError: first attempt fails")
     assert tests["test_always_fails"]["rerun"].startswith("call: AssertionError: broken for good")
     assert "rerun" not in tests["test_steady"]  # files of tests that ran once stay as they were
+    # the passing attempt's phases only: the failed attempt is the `rerun` text
+    assert tests["test_fails_once"]["phases"] == {"setup": "passed", "call": "passed", "teardown": "passed"}
 
 
 GANG = "suites/gang/test_gang.py::test_x"
 
 
-def test_readiness_warns_on_a_flaky_pass_and_names_the_first_failure() -> None:
-    flaky = TestRecord(GANG, "gang", "passed", 1.0, rerun="call: TimeoutError: pods Running")
-    r = evaluate(CHECK_IDS["gang"], [flaky])
-    assert (r.status, r.detail) == (
-        Status.WARN,
+FLAKY_GANG = TestRecord(GANG, "gang", "passed", 1.0, rerun="call: TimeoutError: pods Running")
+
+
+def test_readiness_says_flaky_and_names_the_first_failure() -> None:
+    r = evaluate(CHECK_IDS["gang"], [FLAKY_GANG])
+    assert (r.status, str(r.status), r.detail) == (
+        Status.FLAKY,
+        "FLAKY",
         "1 of 1 passed only on a rerun (flaky); test_x: call: TimeoutError: pods Running",
     )
+
+
+def test_a_flaky_pass_outranks_a_skip_that_warns() -> None:
+    gated = TestRecord(
+        "suites/gang/test_gang.py::test_y",
+        "gang",
+        "skipped",
+        0.0,
+        "needs feature gate GangScheduling, off in 1.35/dra-all",
+        [Reason(Kind.FEATURE_GATE, minor="1.35", profile="dra-all", gate="GangScheduling", state=False)],
+    )
+    assert evaluate(CHECK_IDS["gang"], [FLAKY_GANG, gated]).status is Status.FLAKY
+
+
+def test_qualify_readiness_and_matrix_say_the_same_word_for_a_flaky_pass() -> None:
+    [gang] = [c for c in CAPABILITIES if c.id == "gang"]
+    qualified = decide(gang, [FLAKY_GANG])
+    readiness = evaluate(CHECK_IDS["gang"], [FLAKY_GANG])
+    assert (qualified.verdict, readiness.status.word, cell_word([FLAKY_GANG])) == (
+        Word.FLAKY,
+        Word.FLAKY,
+        Word.FLAKY,
+    )
+    assert qualified.evidence[0] == (
+        f"{GANG}: passed only on its rerun; first attempt: call: TimeoutError: pods Running"
+    )
+    assert qualified.headline == "FLAKY, 1 of 1 passed only on a rerun"
 
 
 def test_the_nightly_diff_lists_a_flaky_pass_with_both_outcomes() -> None:

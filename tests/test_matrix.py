@@ -236,15 +236,17 @@ def test_run_matrix_runs_each_cell_as_its_own_pytest_with_its_own_run_dir(tmp_pa
         stream=stream,
         build=False,
     )
-    assert [(r.cell.id, r.state, r.exit_code) for r in result.runs] == [
-        ("1.37/nvidia-v25.12/dra-all", "passed", 0),
-        ("1.37/nvidia-v0.4/dra-all", "failed", 1),
+    assert [(r.cell.id, r.state, r.verdict, r.exit_code) for r in result.runs] == [
+        ("1.37/nvidia-v25.12/dra-all", "passed", "PASS", 0),
+        ("1.37/nvidia-v0.4/dra-all", "failed", "FAIL", 1),
     ]
     assert result.exit_code == 1
     data = json.loads((tmp_path / "run" / "matrix.json").read_text())
-    assert [(c["id"], c["dir"], c["totals"]["passed"], c["totals"]["failed"]) for c in data["cells"]] == [
-        ("1.37/nvidia-v25.12/dra-all", "cells/1.37_nvidia-v25.12_dra-all", 1, 0),
-        ("1.37/nvidia-v0.4/dra-all", "cells/1.37_nvidia-v0.4_dra-all", 0, 1),
+    assert [
+        (c["id"], c["dir"], c["verdict"], c["totals"]["passed"], c["totals"]["failed"]) for c in data["cells"]
+    ] == [
+        ("1.37/nvidia-v25.12/dra-all", "cells/1.37_nvidia-v25.12_dra-all", "PASS", 1, 0),
+        ("1.37/nvidia-v0.4/dra-all", "cells/1.37_nvidia-v0.4_dra-all", "FAIL", 0, 1),
     ]
     assert all(c["wall_seconds"] > 0 for c in data["cells"])
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
@@ -262,6 +264,10 @@ def test_run_matrix_runs_each_cell_as_its_own_pytest_with_its_own_run_dir(tmp_pa
             "profile": "dra-all",
             "provider": "local",
             "cell": cell.id,
+            # each phase's outcome (fixtures/reporting.py), the call failing on purpose in v0.4
+            "phase.setup": "passed",
+            "phase.call": "failed" if "v0.4" in cell.personality else "passed",
+            "phase.teardown": "passed",
         }
         assert (d / "allure-results" / "environment.properties").is_file()
         (result,) = [json.loads(p.read_text()) for p in (d / "allure-results").glob("*-result.json")]
@@ -276,7 +282,7 @@ def test_run_matrix_runs_each_cell_as_its_own_pytest_with_its_own_run_dir(tmp_pa
     assert len(history) == 2  # one history per cell: merged shards do not fold cells into retries
     log = stream.getvalue()
     assert "1.37/nvidia-v25.12/dra-all         running" in log
-    assert "1.37/nvidia-v0.4/dra-all           failed    passed 0 failed 1 skipped 0 errors 0 in" in log
+    assert "1.37/nvidia-v0.4/dra-all           failed    FAIL: passed 0 failed 1 skipped 0 errors 0 in" in log
     assert "\x1b[" not in log  # not a terminal: lines only, no redrawn table
 
 

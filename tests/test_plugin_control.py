@@ -15,7 +15,7 @@ from harness.clusters.realnodes import control
 from harness.core.drivers import plugin_restart_argv
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT
-from harness.kit.nodepods import restart_plugin
+from harness.kit.nodepods import PLUGIN_RESTART_TIMEOUT, restart_plugin
 from harness.kit.waits import wait_for
 
 
@@ -123,3 +123,34 @@ def _read_or_gone(path: Path) -> str:
         return path.read_text()
     except FileNotFoundError:  # reaped between two reads
         return "gone"
+
+
+def test_the_restart_command_gets_the_runs_kubeconfig_not_the_runners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", "/home/runner/.kube/config")  # the runner's default context
+    given = tmp_path / "cluster.kubeconfig"
+    with pytest.raises(HarnessError) as failed:
+        restart_plugin(("sh", "-c", 'echo "KUBECONFIG=$KUBECONFIG"; exit 3'), "n", kubeconfig=given)
+    assert str(failed.value) == (
+        f"""sh -c 'echo "KUBECONFIG=$KUBECONFIG"; exit 3': exit 3: KUBECONFIG={given}"""
+    )
+    with pytest.raises(HarnessError, match=r": exit 3: KUBECONFIG=/home/runner/\.kube/config$"):
+        restart_plugin(("sh", "-c", 'echo "KUBECONFIG=$KUBECONFIG"; exit 3'), "n")  # none given: as it was
+
+
+def test_a_restart_command_runs_without_a_shell() -> None:
+    with pytest.raises(HarnessError) as failed:
+        restart_plugin(("true;", "echo", "{node}"), "n")
+    assert str(failed.value) == "'true;' echo n: No such file or directory"
+
+
+def test_the_help_says_the_restart_bound_it_has() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "qualify", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
+    assert f"killed after {PLUGIN_RESTART_TIMEOUT:.0f} s" in " ".join(done.stdout.split())

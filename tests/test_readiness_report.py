@@ -4,6 +4,7 @@ rendering, and bad input as one line."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -203,6 +204,11 @@ def test_render_writes_html_markdown_and_json_with_the_same_statuses(tmp_path: P
     assert data["cells"][0]["tested"].startswith("the harness's fake driver imitating ")
     assert "matrix run x: 4 cell(s) in 123s wall" in html
     assert data["heatmap"]["1.36/nvidia-v25.12/dra-all"]["gang"] == "FAIL"
+    # the shared words' legend (harness.reports.verdicts), FLAKY among them
+    flaky = "passed only on a rerun: the first attempt failed (its failure is the evidence)"
+    assert f"FLAKY: {flaky}; " in md
+    assert f'<span class="badge FLAKY">FLAKY</span> {flaky}</span>' in html
+    assert re.search(r"Checks over all cells: PASS \d+, FLAKY 0, FAIL \d+, WARN \d+, SKIP \d+\.", md)
     assert data["cost"]["rows"][1]["metrics"] == {"schedule all (s)": 63.25, "objects written": 2000.0}
 
 

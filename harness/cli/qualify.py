@@ -103,8 +103,10 @@ def add_qualify_parser(sub: Any) -> None:
     q.add_argument(
         "--plugin-restart-command",
         type=nonempty,
+        # 300 s: harness.kit.nodepods.PLUGIN_RESTART_TIMEOUT (not imported: the CLI starts lazily)
         help="node side: restarts the driver's kubelet plugin on node {node} and returns once it "
-        "serves again (e.g. a kubectl delete of the node's plugin pod, then a wait for the new one)",
+        "serves again (e.g. a kubectl delete of the node's plugin pod, then a wait for the new one); "
+        "run without a shell, with KUBECONFIG set to qualify's kubeconfig, killed after 300 s",
     )
     q.add_argument("--node-selector", default="", help="key=value[,key=value]: the nodes tests may use")
     q.add_argument(

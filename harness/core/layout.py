@@ -78,6 +78,7 @@ class MatrixCellJson(TypedDict, total=False):
     profile: str
     dir: str  # cells/<slug>, relative to the run directory
     state: str  # queued | running | passed | failed | error | interrupted
+    verdict: str  # the cell's word (harness.reports.verdicts.cell_word); "" until it ends
     exit_code: int | None
     wall_seconds: float
     totals: dict[str, int]

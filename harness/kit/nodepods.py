@@ -10,6 +10,7 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from harness.core.errors import HarnessError
 from harness.kit import builders as b
@@ -119,25 +120,45 @@ def dra_calls(kube: Kube, node: str, driver: str = "") -> dict[tuple[str, str], 
 PLUGIN_RESTART_TIMEOUT = 300.0  # seconds: a DaemonSet's pod replaced and registered, with margin
 
 
-def restart_plugin(argv: Sequence[str], node: str, timeout: float = PLUGIN_RESTART_TIMEOUT) -> None:
-    """Run --plugin-restart-command for `node` ({node} filled), bounded: on timeout its whole
-    process group is killed. HarnessError with its exit and last output lines when it fails."""
+def restart_plugin(
+    argv: Sequence[str], node: str, kubeconfig: Path | None = None, timeout: float = PLUGIN_RESTART_TIMEOUT
+) -> None:
+    """Run --plugin-restart-command for `node` ({node} filled), without a shell, with
+    KUBECONFIG set to the run's kubeconfig (a `kubectl` in it talks to the cluster under test,
+    not the runner's default context), bounded: on timeout its whole process group is killed.
+    HarnessError with its exit and last output lines when it fails."""
     command = [word.format(node=node) for word in argv]
-    proc = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)} if kubeconfig is not None else None
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+    except OSError as err:  # no shell: `a; b` is one program's name
+        raise HarnessError(f"{shlex.join(command)}: {err.strerror}") from None
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
+        output = _after_kill(proc)
         raise HarnessError(f"{shlex.join(command)}: no exit in {timeout:.0f} s: {_tail(output)}") from None
     if proc.returncode != 0:
         raise HarnessError(f"{shlex.join(command)}: exit {proc.returncode}: {_tail(output)}")
+
+
+def _after_kill(proc: subprocess.Popen[bytes], grace: float = 10.0) -> bytes:
+    """What the killed group printed; bounded, since a child that left the group (setsid)
+    may still hold the pipe open."""
+    try:
+        output, _ = proc.communicate(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return b"(its output pipe stayed open: a child outside its process group holds it)"
+    return output
 
 
 def _tail(output: bytes, lines: int = 10) -> str:

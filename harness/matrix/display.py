@@ -26,6 +26,7 @@ class CellRun(Protocol):
     progress: str
     totals: dict[str, int]
     note: str
+    verdict: str
 
 
 def _rel(path: Path) -> str:
@@ -67,7 +68,8 @@ class Display:
                 counts += f"skipped {t.get('skipped', 0)} errors {t.get('errors', 0)} "
             note = f" ({run.note})" if run.note else ""
             took = f"in {run.wall_seconds:.0f}s, exit {run.exit_code}"
-            self.line(f"{run.cell.id:<34} {run.state:<9} {counts}{took}{note}")
+            word = f"{run.verdict}: " if run.verdict else ""
+            self.line(f"{run.cell.id:<34} {run.state:<9} {word}{counts}{took}{note}")
 
     def tick(self) -> None:
         if self.tty:

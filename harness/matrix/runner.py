@@ -46,6 +46,7 @@ from harness.core.redaction import redact_file
 from harness.core.versions import REPO_ROOT, Matrix
 from harness.matrix.display import Display
 from harness.reports.summary import LOAD_ENV, read_summary
+from harness.reports.verdicts import Word, cell_word
 
 DEFAULT_JOBS = 2
 ISOLATED = ("-p", "no:cacheprovider")  # cells in parallel share no pytest cache
@@ -70,6 +71,7 @@ class CellRun:
     progress: str = ""  # the cell's latest progress line, after "progress <cell>: "
     totals: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    verdict: str = ""  # PASS, FLAKY, FAIL, NOTHING RAN or ERROR once it ended (harness.reports.verdicts)
 
     def to_json(self) -> MatrixCellJson:
         return {
@@ -79,6 +81,7 @@ class CellRun:
             "profile": self.cell.profile,
             "dir": f"cells/{self.cell.slug}",
             "state": self.state,
+            "verdict": self.verdict,
             "exit_code": self.exit_code,
             "wall_seconds": round(self.wall_seconds, 1),
             "totals": self.totals,
@@ -114,11 +117,13 @@ def _progress(log: Path) -> str:
     return hits[-1].decode(errors="replace") if hits else ""
 
 
-def _totals(summary: Path) -> dict[str, int]:
+def _outcome(summary: Path) -> tuple[dict[str, int], Word]:
+    """The cell's totals and its word, as qualify and the readiness report would say it."""
     try:
-        return read_summary(summary).totals
+        tests = read_summary(summary)
     except HarnessError:  # none written (a cell that failed to start) or cut short
-        return {}
+        return {}, Word.ERROR
+    return tests.totals, cell_word(tests.tests)
 
 
 def _last_line(log: Path) -> str:
@@ -175,14 +180,15 @@ def _run_cell(
     redact_file(log)  # the cell redacts its reports; its terminal output is ours to redact
     run.wall_seconds = time.monotonic() - run.started
     run.exit_code = code
-    run.totals = _totals(run.dir / "summary.json")
+    run.totals, word = _outcome(run.dir / "summary.json")
     if stopping.is_set():
         run.state = "interrupted"
     elif code in _RAN:
         run.state = _RAN[code] if code or not run.totals.get("errors") else "failed"
     else:
-        run.state = "error"
+        run.state, word = "error", Word.ERROR
         run.note = _last_line(log)
+    run.verdict = "" if run.state == "interrupted" else str(word)
     events.put(run)
 
 

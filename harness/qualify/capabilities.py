@@ -1,31 +1,37 @@
 """Per capability a vendor driver is qualified on: which tests decide it, and the verdict
 from their outcomes (summary.json), decided on outcomes and structured skip reasons, never
-on wording.
+on wording. The words are harness.reports.verdicts' (shared with readiness and matrix).
 
-    PASS           at least one test ran and passed, none failed
-    FAIL           a test failed (its message is the evidence)
-    NOT SUPPORTED  nothing ran, because the driver, its fleet or the cluster lacks what the
-                   tests need (the reasons are the evidence: what the fleet lacks, a gate off)
+    FAIL           a test failed in its setup, body or teardown (its message is the evidence)
+    FLAKY          none failed, but one passed only on a rerun (its first failure is the evidence)
+    PASS           at least one test ran and passed, none failed; its headline says how many
+                   of its tests ran and why the others did not ("PASS, 4 of 6 ran; 2 skipped: ...")
+    NOT SUPPORTED  nothing ran, because the driver or its fleet lacks what the tests need
+    CLUSTER LACKS  nothing ran, because the cluster lacks it: a feature gate, the version, an API
     NOT TESTED     nothing ran, only because the tests need the fake driver's own fleet or a
                    provider feature here; says nothing about the driver
 """
 
 from __future__ import annotations
 
-import enum
 import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.requirements import Kind
 from harness.reports.summary import CellSummary, TestRecord
+from harness.reports.verdicts import Word, first_rerun
 
-
-class Verdict(enum.StrEnum):
-    PASS = "PASS"
-    FAIL = "FAIL"
-    NOT_SUPPORTED = "NOT SUPPORTED"
-    NOT_TESTED = "NOT TESTED"
+Verdict = Word  # qualify's name for the shared words
+# What a capability can be, in the legend's order.
+CAPABILITY_WORDS = (
+    Word.PASS,
+    Word.FLAKY,
+    Word.FAIL,
+    Word.NOT_SUPPORTED,
+    Word.CLUSTER_LACKS,
+    Word.NOT_TESTED,
+)
 
 
 @dataclass(frozen=True)
@@ -117,8 +123,9 @@ def deciding(nodeid: str) -> list[str]:
     return [cap.id for cap in CAPABILITIES if any(fnmatch.fnmatch(nodeid, p) for p in cap.tests)]
 
 
-# Skips that say the driver, its fleet or the cluster lacks something.
-_LACKS = {Kind.FLEET, Kind.DRIVER_CAPABILITY, Kind.FEATURE_GATE, Kind.VERSION, Kind.API}
+# Skips that say the driver (or its fleet) lacks something, and those that say the cluster does.
+_DRIVER_LACKS = {Kind.FLEET, Kind.DRIVER_CAPABILITY}
+_CLUSTER_LACKS = {Kind.FEATURE_GATE, Kind.VERSION, Kind.API}
 
 
 @dataclass
@@ -127,12 +134,14 @@ class CapabilityResult:
     verdict: Verdict
     evidence: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    headline: str = ""  # the verdict with how many ran ("PASS, 4 of 6 ran; 2 skipped: ...")
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.capability.id,
             "title": self.capability.title,
             "verdict": str(self.verdict),
+            "headline": self.headline or str(self.verdict),
             "evidence": self.evidence,
             "counts": self.counts,
         }
@@ -142,9 +151,19 @@ def _covers(cap: Capability, t: TestRecord) -> bool:
     return any(fnmatch.fnmatch(t.nodeid, p) for p in cap.tests)
 
 
+def _why(t: TestRecord) -> str:
+    return "; ".join(r.message() for r in t.reasons) or t.message
+
+
 def _skip_line(t: TestRecord) -> str:
-    text = "; ".join(r.message() for r in t.reasons) or t.message
-    return f"{t.nodeid.rsplit('::', 1)[-1]}: {text}"
+    return f"{t.nodeid.rsplit('::', 1)[-1]}: {_why(t)}"
+
+
+def _ran_headline(word: Verdict, mine: list[TestRecord], skipped: list[TestRecord]) -> str:
+    ran = f"{word}, {len(mine) - len(skipped)} of {len(mine)} ran"
+    if not skipped:
+        return ran
+    return f"{ran}; {len(skipped)} skipped: {'; '.join(dict.fromkeys(_why(t) for t in skipped))}"
 
 
 def decide(cap: Capability, tests: list[TestRecord]) -> CapabilityResult:
@@ -154,20 +173,36 @@ def decide(cap: Capability, tests: list[TestRecord]) -> CapabilityResult:
     passed = [t for t in mine if t.outcome == "passed"]
     skipped = [t for t in mine if t.outcome == "skipped"]
     if failed:
-        return CapabilityResult(cap, Verdict.FAIL, [f"{t.nodeid}: {t.message}" for t in failed], counts)
+        evidence = [f"{t.nodeid}: {t.message}" for t in failed]
+        return CapabilityResult(
+            cap, Verdict.FAIL, evidence, counts, f"FAIL, {len(failed)} of {len(mine)} failed"
+        )
     if passed:
         evidence = [
             f"passed: {t.nodeid.rsplit('::', 1)[-1]}" + (f": {t.message}" if t.message else "")
             for t in passed
         ]
+        evidence += [f"skipped {_skip_line(t)}" for t in skipped]
+        flaky = first_rerun(passed)
+        if flaky is not None:  # never a plain pass: the first attempt failed, and will again
+            first = f"{flaky.nodeid}: passed only on its rerun; first attempt: {flaky.rerun}"
+            headline = f"FLAKY, {sum(t.flaky for t in passed)} of {len(mine)} passed only on a rerun"
+            return CapabilityResult(cap, Verdict.FLAKY, [first, *evidence], counts, headline)
         return CapabilityResult(
-            cap, Verdict.PASS, evidence + [f"skipped {_skip_line(t)}" for t in skipped], counts
+            cap, Verdict.PASS, evidence, counts, _ran_headline(Verdict.PASS, mine, skipped)
         )
-    lacking = [t for t in skipped if any(r.kind in _LACKS for r in t.reasons)]
-    if lacking:
-        return CapabilityResult(cap, Verdict.NOT_SUPPORTED, [_skip_line(t) for t in lacking], counts)
+    return _nothing_ran(cap, skipped, counts)
+
+
+def _nothing_ran(cap: Capability, skipped: list[TestRecord], counts: dict[str, int]) -> CapabilityResult:
+    """The driver lacking it is said first: its fleet's reasons are certain, whatever the gates."""
+    for word, kinds_ in ((Verdict.NOT_SUPPORTED, _DRIVER_LACKS), (Verdict.CLUSTER_LACKS, _CLUSTER_LACKS)):
+        # required=False: a test for cells *without* the gate or capability; nothing lacks it
+        lacking = [t for t in skipped if any(r.kind in kinds_ and r.required for r in t.reasons)]
+        if lacking:
+            return CapabilityResult(cap, word, [_skip_line(t) for t in lacking], counts, str(word))
     evidence = [_skip_line(t) for t in skipped] or ["no test of this capability was run"]
-    return CapabilityResult(cap, Verdict.NOT_TESTED, evidence, counts)
+    return CapabilityResult(cap, Verdict.NOT_TESTED, evidence, counts, str(Verdict.NOT_TESTED))
 
 
 def decide_all(summary: CellSummary) -> list[CapabilityResult]:

@@ -5,7 +5,9 @@ harness.clusters.kind.images.harnessimage, `dra-harness kind images --harness`) 
 in-cluster credentials (harness.kit.incluster), its results (the report, junit.xml, the
 tarball and `done`) on a PersistentVolumeClaim of the cluster's default StorageClass.
 
-The Sonobuoy plugin (harness.qualify.sonobuoy) runs the same container.
+The Sonobuoy plugin (harness.qualify.sonobuoy) runs the same container. A
+--plugin-restart-command there runs with KUBECONFIG set to the service account's kubeconfig
+(qualify passes it to the suites as --kubeconfig; harness.kit.nodepods.restart_plugin sets it).
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """`dra-harness qualify`: preflight, the suites in external mode, the qualification report.
 
-Exit codes: 0 every capability that could run passed; 3 a test failed; 1 the run could not
-start (bad input, a missing piece found by preflight, the suites did not run) -- with one
-line per problem and nothing created on the cluster.
+Exit codes (harness.qualify.report.EXIT_CODES, the run's verdict word): 0 PASS, every
+capability that ran passed on its first attempt; 3 FAIL, a test failed in any phase or pytest
+itself exited 1; 4 NOTHING RAN, not one test passed or failed; 5 FLAKY, a capability passed
+only on a rerun; 1 ERROR, the run could not start (bad input, a missing piece found by
+preflight, the suites did not run: one line per problem and nothing created on the cluster)
+or pytest did not complete (interrupted, an internal or usage error).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from harness.kit import kinds
 from harness.kit.fleet_inventory import parse_selector
 from harness.kit.kube import API_ERRORS, Kube, kubeconfig_files
 from harness.kit.sonobuoy import results_dir
-from harness.qualify.capabilities import decide_all
+from harness.qualify.capabilities import Verdict, decide_all
 from harness.qualify.inventory import KindInventory, inventory
 from harness.qualify.preflight import ClusterFacts, preflight
 from harness.qualify.report import Qualification, write_report
@@ -176,9 +179,13 @@ def qualify(req: QualifyRequest) -> int:
     q.capabilities = decide_all(summary)
     q.inventory = _inventory(req, facts.minor)
     q.totals, q.wall_seconds = summary.totals, time.monotonic() - started
+    q.pytest_exit = code
     tarball = write_report(q, out)
     for c in q.capabilities:
-        why = f": {c.evidence[0]}" if c.evidence and str(c.verdict) != "PASS" else ""
-        print(f"{c.verdict!s:<13} {c.capability.id}{why}")
-    print(f"report: {out / 'qualify.html'}; results: {tarball}; exit {q.exit_code}")
+        why = f": {c.evidence[0]}" if c.evidence and c.verdict is not Verdict.PASS else ""
+        ran = c.headline.removeprefix(str(c.verdict)).removeprefix(", ")  # "4 of 6 ran; ..."
+        print(f"{c.verdict!s:<13} {c.capability.id}{f' ({ran})' if ran else ''}{why}")
+    if q.verdict is Verdict.ERROR:
+        print(f"dra-harness qualify: pytest exit {code}: the run did not complete", file=sys.stderr)
+    print(f"{q.verdict}: report {out / 'qualify.html'}; results: {tarball}; exit {q.exit_code}")
     return q.exit_code

@@ -1,4 +1,4 @@
-"""Pure functions turning a cell's summary.json records into PASS / FAIL / WARN / SKIP per
+"""Pure functions turning a cell's summary.json records into PASS / FLAKY / FAIL / WARN / SKIP per
 check (the checks are in catalog.py, what a skip reason means in gates.py).
 
 How a check's status is decided from its tests' outcomes in one cell:
@@ -8,6 +8,7 @@ How a check's status is decided from its tests' outcomes in one cell:
                                              when some of the check's tests passed anyway
     tests skipped for a reason that doesn't  SKIP  (not applicable to this cell)
     (a reason matters by its fields, see reason_meaning; never by its wording)
+    a test passed only on a rerun            FLAKY (the first attempt's failure in the detail)
     otherwise                                PASS
 """
 
@@ -72,6 +73,12 @@ def evaluate(check: Check, records: Sequence[TestRecord]) -> CheckResult:
         first = broken[0]
         detail = f"{len(broken)} of {len(mine)} failed; {_short(first.nodeid)}: {clip(first.message)}"
         return result(Status.FAIL, detail.strip().rstrip(":"), check.on_fail)
+    flaky = [r for r in mine if r.flaky]
+    if flaky:  # never a plain pass: the first attempt failed
+        first = flaky[0]
+        detail = f"{len(flaky)} of {len(mine)} passed only on a rerun (flaky); "
+        detail += f"{_short(first.nodeid)}: {clip(first.rerun)}"
+        return result(Status.FLAKY, detail, "find why the first attempt failed: it will fail again")
     skipped = [r for r in mine if r.outcome == "skipped"]
     meanings = [(r, *skip_meaning(check, r)) for r in skipped]
     mattering = [(r, s, fix) for r, s, fix in meanings if s >= Status.WARN]
@@ -84,12 +91,6 @@ def evaluate(check: Check, records: Sequence[TestRecord]) -> CheckResult:
         return result(status, prefix + reasons, " ".join(_unique(fix for _, _, fix in mattering)))
     if not passed:
         return result(Status.SKIP, _not_run(skipped))
-    flaky = [r for r in mine if r.flaky]
-    if flaky:  # never a plain pass: the first attempt failed
-        first = flaky[0]
-        detail = f"{len(flaky)} of {len(mine)} passed only on a rerun (flaky); "
-        detail += f"{_short(first.nodeid)}: {clip(first.rerun)}"
-        return result(Status.WARN, detail, "find why the first attempt failed: it will fail again")
     extra = f" ({len(skipped)} not applicable here)" if skipped else ""
     return result(Status.PASS, f"{passed} of {len(mine)} passed{extra}")
 

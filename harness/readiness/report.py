@@ -21,8 +21,9 @@ import jinja2
 from harness.core.redaction import redact, redact_obj
 from harness.readiness.inputs import bench_files, load_cells, load_cost, load_rehearsals, run_info
 from harness.readiness.model import Report, upgrades, with_rehearsals
-from harness.readiness.status import Status
+from harness.readiness.status import STATUS_WORDS, Status
 from harness.reports.templates import environment
+from harness.reports.verdicts import legend
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def render(report: Report, lead: Lead | None = None) -> dict[str, str]:
     if lead is not None:  # its messages come from the same summaries
         lead = Lead(lead.key, redact(lead.html), redact(lead.md), redact_obj(lead.json))
     env = _env()
-    context = {"r": report, "Status": Status, "lead": lead}
+    context = {"r": report, "Status": Status, "lead": lead, "legend": legend(STATUS_WORDS)}
     doc = {lead.key: lead.json, **report.to_json()} if lead else report.to_json()
     return {
         "readiness.html": env.get_template("readiness.html.j2").render(context),

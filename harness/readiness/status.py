@@ -6,17 +6,29 @@ import enum
 import fnmatch
 from dataclasses import dataclass, field
 
+from harness.reports.verdicts import Word
+
 
 class Status(enum.IntEnum):
-    """Ordered by how much attention it needs."""
+    """Ordered by how much attention it needs; said in the shared words
+    (harness.reports.verdicts), so a check decided by reruns is FLAKY as in qualify."""
 
     PASS = 0
     SKIP = 1
     WARN = 2
-    FAIL = 3
+    FLAKY = 3
+    FAIL = 4
 
     def __str__(self) -> str:
-        return self.name
+        return str(self.word)
+
+    @property
+    def word(self) -> Word:
+        return Word[self.name]
+
+
+# The readiness report's words, in its legend's order.
+STATUS_WORDS = (Word.PASS, Word.FLAKY, Word.FAIL, Word.WARN, Word.SKIP)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,12 @@ summary.json (one per cell run):
      "totals": {"passed", "failed", "skipped", "errors"},
      "wall_seconds": float,
      "tests": [{"nodeid", "area", "outcome", "duration", "message",
-                "reasons": [Reason.to_json()]}]}   # reasons: why a skipped test did not run
-Files written before reasons existed read with no reasons; before commit, versions and load,
-with "", {} and null.
+                "reasons": [Reason.to_json()],   # reasons: why a skipped test did not run
+                "rerun": str,                    # only when an earlier attempt failed
+                "phases": {"setup"|"call"|"teardown": "passed"|"failed"|"skipped"}}]}
+A test's outcome is its worst phase's: a teardown that failed after a passed call is "errors"
+(its message says "teardown: ..."). Files written before reasons existed read with no
+reasons; before phases, with none; before commit, versions and load, with "", {} and null.
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ class TestRecord:
     # The failure of an earlier attempt (pytest-rerunfailures' --reruns): a test that passed
     # with one is FLAKY, never a plain pass ("" when it ran once).
     rerun: str = ""
+    # Each phase pytest ran and its outcome; {} in files written before phases were recorded.
+    phases: dict[str, str] = field(default_factory=dict)
 
     @property
     def flaky(self) -> bool:
@@ -79,8 +84,9 @@ class TestRecord:
 
     def to_json(self) -> dict[str, Any]:
         out = {**asdict(self), "reasons": [r.to_json() for r in self.reasons]}
-        if not self.rerun:
-            del out["rerun"]  # files stay as they were for tests that ran once
+        for key in ("rerun", "phases"):
+            if not out[key]:
+                del out[key]  # files stay as they were for tests that ran once, and old records
         return out
 
 
@@ -190,8 +196,10 @@ _RECORD_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "message": (str, "a string"),
     "reasons": (list, "a list"),
     "rerun": (str, "a string"),
+    "phases": (dict, "an object"),
 }
-_OPTIONAL: dict[str, object] = {"message": "", "reasons": [], "rerun": ""}
+_OPTIONAL: dict[str, object] = {"message": "", "reasons": [], "rerun": "", "phases": {}}
+PHASES = ("setup", "call", "teardown")
 
 
 class _Reader:
@@ -217,6 +225,11 @@ class _Reader:
                 raise self.bad(f"{where}.{key}", want, value)
         if raw["outcome"] not in OUTCOMES:
             raise self.bad(f"{where}.outcome", f"one of {', '.join(OUTCOMES)}", raw["outcome"])
+        for phase, outcome in raw.get("phases", {}).items():
+            if phase not in PHASES or outcome not in ("passed", "failed", "skipped"):
+                raise self.bad(
+                    f"{where}.phases", "setup/call/teardown: passed, failed or skipped", raw["phases"]
+                )
         return TestRecord(
             **{
                 **raw,

@@ -18,12 +18,13 @@ import pytest
 from fixtures.driver import DriverNodes, DriverUnderTest, MakeGpuPool
 from fixtures.reporting import EVIDENCE
 from fixtures.requirements import provider_unmet, skip
+from harness.clusters.base import Cluster
 from harness.core.drivers import ContainerView
 from harness.core.errors import HarnessError, WaitTimeout
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
-from harness.kit.kube import Kube, Obj
+from harness.kit.kube import API_ERRORS, Kube, Obj
 from harness.kit.nodepods import (
     REAL_KUBELET_GRACE_SECONDS,
     container_output,
@@ -61,25 +62,24 @@ def _node_devices(kube: Kube, driver: str, node: str) -> set[str]:
     }
 
 
-def _calls(kube: Kube, node: str, driver: str) -> dict[tuple[str, str], int] | None:
-    """The kubelet's DRA call counts for the driver, or None where they cannot be read (no
-    permission on nodes/proxy): the checks that need them are left out, said in the test."""
+def _calls(kube: Kube, node: str, driver: str) -> dict[tuple[str, str], int]:
+    """The kubelet's DRA call counts for the driver. A read that fails (no nodes/proxy, which
+    preflight checks; a kubelet that does not answer) fails the test with the error: a count
+    nobody could read is no evidence the calls were made."""
     try:
         return dra_calls(kube, node, driver)
-    except Exception:
-        return None
+    except (HarnessError, *API_ERRORS) as err:
+        pytest.fail(f"reading the kubelet's DRA call counts on {node}: {err}", pytrace=False)
 
 
-def _settled_calls(kube: Kube, node: str, driver: str) -> dict[tuple[str, str], int] | None:
+def _settled_calls(kube: Kube, node: str, driver: str) -> dict[tuple[str, str], int]:
     """The node's call counts once every Prepare has had its Unprepare: an earlier test's pod
     may still be unpreparing, and its call would land in this test's delta (the counts are the
     node's, not the claim's). As they are if they never balance in time (other workloads hold
     claims on the node)."""
-    if _calls(kube, node, driver) is None:
-        return None
     try:
         return wait_for(
-            lambda: _calls(kube, node, driver) or {},
+            lambda: _calls(kube, node, driver),
             lambda calls: calls.get(PREPARE, 0) == calls.get(UNPREPARE, 0),
             timeout=TIMEOUTS.deletion,
             describe=f"every NodePrepareResources of {driver} on {node} unprepared",
@@ -160,10 +160,8 @@ def test_prepare_and_unprepare_are_called_once_and_the_claim_is_released(
         timeout=TIMEOUTS.deletion,
         describe=f"claim {namespace}/{name} released with its pod",
     )
-    if before is None:
-        pytest.skip("the kubelet's metrics are not readable here (nodes/proxy): calls not counted")
     after = wait_for(
-        lambda: _calls(kube, node, driver.driver) or {},
+        lambda: _calls(kube, node, driver.driver),
         lambda calls: calls.get(UNPREPARE, 0) - before.get(UNPREPARE, 0) >= 1,
         timeout=TIMEOUTS.deletion,
         describe=f"a NodeUnprepareResources of {driver.driver} on {node}",
@@ -199,6 +197,7 @@ def test_an_unchanged_extended_resource_pod_gets_its_device_in_the_container(
 
 
 def test_a_plugin_restart_keeps_the_running_pod_and_serves_a_new_one(
+    cluster: Cluster,
     kube: Kube,
     namespace: str,
     driver: DriverUnderTest,
@@ -215,7 +214,7 @@ def test_a_plugin_restart_keeps_the_running_pod_and_serves_a_new_one(
     wait_phase(kube, namespace, "before", "Running")
 
     try:
-        restart_plugin(driver.plugin_restart, node)
+        restart_plugin(driver.plugin_restart, node, kubeconfig=cluster.kubeconfig)
     except HarnessError as err:
         pytest.fail(f"restarting the plugin on {node}: {err}", pytrace=False)
     kube.create(_view_pod("after", namespace, pool, view, driver.container_image))
