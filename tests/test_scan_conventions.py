@@ -207,5 +207,6 @@ def test_two_clouds_labels_are_one_warning_naming_both_and_none_says_what_was_lo
         f"node conventions: none found; looked for {LOOKED_FOR}"
     )
     assert conventions_statement(nodes) == (
-        "node conventions: EKS (1 node(s)), GKE (1 node(s)), GPU feature discovery (1 node(s)), OpenShift (1 node(s))"
+        "node conventions: EKS (1 node(s)), GKE (1 node(s)), GPU feature discovery (1 node(s)), "
+        "OpenShift (1 node(s))"
     )

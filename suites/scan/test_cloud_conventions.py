@@ -19,36 +19,20 @@ from fixtures.clouds import (
     GKE_MIG,
     GKE_TIME_SHARING,
     OPENSHIFT_MPS,
-    CloudPool,
-    device_plugin_daemonset,
-    pool_pods,
+    LayPool,
 )
 from fixtures.driver import MakeGpuPool
-from fixtures.nodes import MakePool
 from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.base import Cell
 from harness.clusters.nodes import POOL_LABEL
 from harness.kit import kinds
 from harness.kit.kube import Kube
-from harness.kit.pods import wait_phase
 
 pytestmark = [
     pytest.mark.serial,  # the scan reads the whole cluster
     pytest.mark.feature_gate("DRAExtendedResource"),  # else bridge-support alone is BLOCKING
     pytest.mark.fake_driver_only("cluster to itself (kwok nodes labelled as the clouds label theirs)"),
 ]
-
-
-def _lay(kube: Kube, namespace: str, node_pool: MakePool, pool: CloudPool) -> str:
-    """The pool's node, its cloud's device-plugin DaemonSet and its running pods: the node's name."""
-    spec = node_pool(1, suffix=pool.suffix, labels=pool.labels, extended_resources=pool.resources)
-    [node] = spec.node_names()
-    if pool.daemonset:
-        kube.create(device_plugin_daemonset(pool.daemonset, namespace, {POOL_LABEL: spec.name}))
-    for pod in pool_pods(pool, namespace, node):
-        kube.create(pod)
-        wait_phase(kube, namespace, pod["metadata"]["name"], "Running")
-    return node
 
 
 def _findings(report: dict[str, object], node: str) -> list[tuple[str, str, str]]:
@@ -62,12 +46,12 @@ def _findings(report: dict[str, object], node: str) -> list[tuple[str, str, str]
 def test_a_gke_cluster_time_sharing_and_mig_pools_are_blocking_and_told_gkes_dra_has_neither(
     kube: Kube,
     namespace: str,
-    node_pool: MakePool,
+    cloud_pool: LayPool,
     service_account_kubeconfig: MakeKubeconfig,
     tmp_path: Path,
 ) -> None:
-    shared = _lay(kube, namespace, node_pool, GKE_TIME_SHARING)
-    mig = _lay(kube, namespace, node_pool, GKE_MIG)
+    shared = cloud_pool(GKE_TIME_SHARING)
+    mig = cloud_pool(GKE_MIG)
     kubeconfig = service_account_kubeconfig(read=True)
     other_tests_gone(kube, namespace)
 
@@ -103,14 +87,14 @@ def test_a_gke_cluster_time_sharing_and_mig_pools_are_blocking_and_told_gkes_dra
 def test_an_eks_cluster_with_security_groups_for_pods_and_a_dra_pool_is_ready_until_a_pool_time_slices(
     kube: Kube,
     namespace: str,
-    node_pool: MakePool,
+    cloud_pool: LayPool,
     gpu_pool: MakeGpuPool,
     service_account_kubeconfig: MakeKubeconfig,
     tmp_path: Path,
 ) -> None:
     [dra_node] = gpu_pool(nodes=1, gpus=2, suffix="eks-dra").nodes
     kube.patch(*kinds.NODE, dra_node, {"metadata": {"labels": {"eks.amazonaws.com/nodegroup": "p5"}}})
-    _lay(kube, namespace, node_pool, EKS_SECURITY_GROUPS)
+    cloud_pool(EKS_SECURITY_GROUPS)
     kubeconfig = service_account_kubeconfig(read=True)
     other_tests_gone(kube, namespace)
 
@@ -125,7 +109,7 @@ def test_an_eks_cluster_with_security_groups_for_pods_and_a_dra_pool_is_ready_un
         "vpc.amazonaws.com/pod-eni (2 requester(s))"
     ) in output.splitlines()
 
-    sliced = _lay(kube, namespace, node_pool, EKS_BOTTLEROCKET_TIME_SLICED)
+    sliced = cloud_pool(EKS_BOTTLEROCKET_TIME_SLICED)
     code, output, report = run_scan(kubeconfig, tmp_path / "again.json")
 
     assert code == 2, output
@@ -143,11 +127,11 @@ def test_an_eks_cluster_with_security_groups_for_pods_and_a_dra_pool_is_ready_un
 def test_an_aks_mig_pool_under_the_single_strategy_is_blocking_with_the_profile_to_map(
     kube: Kube,
     namespace: str,
-    node_pool: MakePool,
+    cloud_pool: LayPool,
     service_account_kubeconfig: MakeKubeconfig,
     tmp_path: Path,
 ) -> None:
-    node = _lay(kube, namespace, node_pool, AKS_MIG_SINGLE)
+    node = cloud_pool(AKS_MIG_SINGLE)
     kubeconfig = service_account_kubeconfig(read=True)
     other_tests_gone(kube, namespace)
 
@@ -172,11 +156,11 @@ def test_an_aks_mig_pool_under_the_single_strategy_is_blocking_with_the_profile_
 def test_an_openshift_gpu_operator_pool_sharing_by_mps_is_a_warning_while_its_pods_fit(
     kube: Kube,
     namespace: str,
-    node_pool: MakePool,
+    cloud_pool: LayPool,
     service_account_kubeconfig: MakeKubeconfig,
     tmp_path: Path,
 ) -> None:
-    node = _lay(kube, namespace, node_pool, OPENSHIFT_MPS)
+    node = cloud_pool(OPENSHIFT_MPS)
     kubeconfig = service_account_kubeconfig(read=True)
     other_tests_gone(kube, namespace)
 
