@@ -29,12 +29,12 @@ from harness.scan.exits import EXIT_BLOCKING, EXIT_ERROR, EXIT_READY, EXIT_USAGE
 
 pytestmark = [pytest.mark.serial]  # the scan reads the whole cluster
 
-CONTEXT = "dra-harness-e2e"
+CONTEXT = "dra-harness-e2e"  # the session cluster's context, renamed in the copy of its kubeconfig
+BOGUS_CONTEXT = "bogus-unreachable"  # listed first, pointing at a closed port
 TARGET = "1.38"  # a minor whose control plane the empty cache never holds
 # Paths in a kubeconfig are relative to its own directory (client-go's ResolvePaths): the copy
 # elsewhere makes them absolute.
 PATH_FIELDS = ("certificate-authority", "client-certificate", "client-key", "tokenFile")
-BOGUS_CONTEXT = "bogus-unreachable"
 # What the wheel is built from: a copy of the checkout (the build's build/ and *.egg-info never land
 # in it, no stale build/lib leaks in), without what is not the project's source.
 NOT_SOURCE_AT_ROOT = {".git", ".venv", "build", "dist", "reports", ".pytest-kind"}
