@@ -65,7 +65,7 @@ def test_the_launcher_without_dra_harness_on_path_names_what_to_install(tmp_path
     assert done.returncode == 1
     assert done.stdout == b""
     assert done.stderr.decode() == (
-        f"kubectl dra-scan: dra-harness is not on PATH; install it: pipx install dra-harness=={VERSION}\n"
+        f"kubectl dra-scan: dra-harness is not on PATH; install it: {krew.install_hint(VERSION)}\n"
     )
 
 

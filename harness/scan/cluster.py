@@ -384,8 +384,21 @@ def scan(
             extra = target_findings(kube, load_matrix(), state.version, state.gates, state.nodes, target)
     finally:
         kube.close()
+    return evaluate(state, resource, pool_label, gpu_drivers, target, include, extra)
+
+
+def evaluate(
+    state: ClusterState,
+    resource: str,
+    pool_label: str | None,
+    gpu_drivers: Iterable[str],
+    target: str | None = None,
+    include: Iterable[str] = (),
+    target_found: Iterable[Finding] = (),
+) -> ScanResult:
+    """What the checks find in what the scan read (`target_found`: --target's findings)."""
     pools = detect_pools(state.nodes, pool_label)
-    findings = [*run_checks(state, resource, pools, gpu_drivers, include), *extra]
+    findings = [*run_checks(state, resource, pools, gpu_drivers, include), *target_found]
     findings.sort(key=lambda f: (-f.severity, f.check, f.subject))
     bridge_on = not any(f.check == "bridge-support" and f.severity == Severity.BLOCKING for f in findings)
     return ScanResult(

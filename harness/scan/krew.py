@@ -78,7 +78,10 @@ def package_version() -> str:
 
 
 def install_hint(version: str) -> str:
-    return f"pipx install dra-harness=={version}"
+    """The release's wheel (`pip wheel --no-deps .`): PyPI has no package of this name."""
+    return (
+        f"pipx install {REPOSITORY_URL}/releases/download/v{version}/dra_harness-{version}-py3-none-any.whl"
+    )
 
 
 def launcher(version: str) -> str:
