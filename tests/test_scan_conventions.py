@@ -194,19 +194,26 @@ def test_a_cronjobs_template_asking_for_an_unmapped_mig_name_is_blocking_and_nam
     )
 
 
-def test_two_clouds_labels_are_one_warning_naming_both_and_none_says_what_was_looked_for() -> None:
-    nodes = [node_of(GKE_MIG, "g-0"), node_of(EKS_SECURITY_GROUPS, "e-0"), node_of(OPENSHIFT_MPS, "o-0")]
+def test_a_node_with_two_clouds_labels_is_one_warning_and_none_says_what_was_looked_for() -> None:
+    torn = node_of(GKE_MIG, "g-0")
+    torn["metadata"]["labels"] |= dict(EKS_SECURITY_GROUPS.labels)
+    nodes = [torn, node_of(EKS_SECURITY_GROUPS, "e-0"), node_of(OPENSHIFT_MPS, "o-0")]
 
     [finding] = detect_conflicting_conventions(nodes)
 
-    assert (finding.check, finding.severity) == ("node-conventions", Severity.WARNING)
-    assert finding.message.startswith(
-        "nodes carry the labels of 2 clouds: GKE on 1 node(s) (g-0), EKS on 1 node(s) (e-0);"
+    assert (finding.check, finding.severity, finding.subject) == (
+        "node-conventions",
+        Severity.WARNING,
+        "cluster",
     )
+    assert finding.message.startswith(
+        "nodes carry the labels of two clouds at once: GKE and EKS on 1 node(s): g-0;"
+    )
+    assert detect_conflicting_conventions(nodes[1:]) == []  # clouds side by side: each node is one
     assert conventions_statement([{"metadata": {"name": "bare"}}]) == (
         f"node conventions: none found; looked for {LOOKED_FOR}"
     )
     assert conventions_statement(nodes) == (
-        "node conventions: EKS (1 node(s)), GKE (1 node(s)), GPU feature discovery (1 node(s)), "
+        "node conventions: EKS (2 node(s)), GKE (1 node(s)), GPU feature discovery (1 node(s)), "
         "OpenShift (1 node(s))"
     )

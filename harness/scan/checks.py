@@ -265,7 +265,7 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
             "" if any(g.partition for g in shared) else f"no node advertises MIG partitions as {resource}",
             f"no node advertises MIG partitions as {resource}",
         ),
-        "node-conventions": ("", "the nodes carry the labels of one cloud at most"),
+        "node-conventions": ("", "no node carries the labels of two clouds"),
         "device-class-selectors": (
             "" if state.classes else "no DeviceClass",
             f"the selectors of the {len(state.classes)} DeviceClasses match published devices "

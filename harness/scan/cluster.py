@@ -149,25 +149,23 @@ def _read_state(kube: Kube) -> ClusterState:
         except DynamicApiError as err:
             raise kube.failure(err, f"the list of {kind} ({api})") from None
 
-    unread: list[str] = []
-    workloads = [
-        w
-        for k in WORKLOAD_KINDS
-        if k.kind != "DaemonSet"
-        for w in workloads_of(k, optional(k.api, k.kind, k.resource))
-    ]
     status, metrics = kube.raw_get("/metrics")
     gates: dict[str, bool] = {}
     if status == 200:
         gates = parse_feature_metrics(metrics)
-    daemonsets = listed("apps/v1", "DaemonSet")
-    workloads += workloads_of(next(k for k in WORKLOAD_KINDS if k.kind == "DaemonSet"), daemonsets)
+    nodes, pods, daemonsets = listed("v1", "Node"), listed("v1", "Pod"), listed("apps/v1", "DaemonSet")
+    unread: list[str] = []
+    workloads = [
+        w
+        for k in WORKLOAD_KINDS
+        for w in workloads_of(k, daemonsets if k.kind == "DaemonSet" else optional(k.api, k.kind, k.resource))
+    ]
     return ClusterState(
         version=(major, minor),
         git_version=git_version,
         gates=gates,
-        nodes=listed("v1", "Node"),
-        pods=listed("v1", "Pod"),
+        nodes=nodes,
+        pods=pods,
         daemonsets=daemonsets,
         classes=listed(RESOURCE_V1, "DeviceClass"),
         slices=listed(RESOURCE_V1, "ResourceSlice"),

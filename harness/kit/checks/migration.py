@@ -13,15 +13,7 @@ from dataclasses import dataclass
 from harness.core.expectations import device_plugin_wins_where_it_advertises
 from harness.kit.cel import Outcome, count_matches, published_devices
 from harness.kit.checks.accelerators import VENDORS, AcceleratorScope
-from harness.kit.checks.conventions import (
-    AKS,
-    CLOUDS,
-    GKE,
-    GKE_DRA_DOC,
-    GpuNode,
-    cluster_conventions,
-    gpu_nodes,
-)
+from harness.kit.checks.conventions import AKS, CLOUDS, GKE, GKE_DRA_DOC, GpuNode, conventions_of, gpu_nodes
 from harness.kit.checks.detectors import (
     Finding,
     Severity,
@@ -243,20 +235,27 @@ def detect_time_slicing(nodes: Iterable[Obj], pods: Iterable[Obj], resource: str
 
 
 def detect_conflicting_conventions(nodes: Iterable[Obj]) -> list[Finding]:
-    """Nodes labelled by two clouds: one warning naming both, the pools read by the first."""
-    seen = cluster_conventions(nodes)
-    clouds = [c for c in CLOUDS if c in seen]
-    if len(clouds) < 2:
+    """Nodes labelled by two clouds at once: one warning naming the clouds and the nodes (a node
+    is in one cloud; a copied node template or image carries another's labels). Pools and sharing
+    are read from the first pool label and each convention's own labels."""
+    torn: dict[str, list[str]] = {}
+    for n in nodes:
+        clouds = [c for c in conventions_of(n) if c in CLOUDS]
+        if len(clouds) > 1:
+            torn.setdefault(" and ".join(clouds), []).append(n["metadata"]["name"])
+    if not torn:
         return []
-    counts = ", ".join(f"{c} on {len(seen[c])} node(s) ({_some(sorted(seen[c]))})" for c in clouds)
+    which = "; ".join(
+        f"{both} on {len(names)} node(s): {_some(sorted(names))}" for both, names in sorted(torn.items())
+    )
     return [
         Finding(
             "node-conventions",
             Severity.WARNING,
             "cluster",
-            f"nodes carry the labels of {len(clouds)} clouds: {counts}; the findings read each node by "
-            "its own labels, pools by the first pool label a node carries",
-            "check that these nodes are what their labels say (a copied node template, a test fixture), "
+            f"nodes carry the labels of two clouds at once: {which}; each finding reads the node's "
+            "labels as they are, its pool from the first pool label it carries",
+            "check that these nodes are what their labels say (a copied node template or image), "
             "or pass --pool-label",
         )
     ]
