@@ -30,6 +30,11 @@ def test_compares_in_setup(part):
 
 def test_skips_in_its_body():
     pytest.skip("no MIG pool")
+
+
+@pytest.mark.skip(reason="real nodes need root (mount namespaces, cgroups, bridges)")
+def test_skipped_at_collection():  # as fixtures/realnodes.py skips where the host cannot
+    pass
 """
 OTHERS = """
 import pytest
@@ -53,8 +58,10 @@ def test_compares():
 SKIPPED = [
     "real-plugin comparison skipped: test_compare.py::test_compares_in_setup: "
     "the example driver v0.4.0 is not built: run `make drivers DRIVER=example@v0.4.0`",
+    "real-plugin comparison skipped: test_compare.py::test_skipped_at_collection: "
+    "real nodes need root (mount namespaces, cgroups, bridges)",
     "real-plugin comparison skipped: test_compare.py::test_skips_in_its_body: no MIG pool",
-    "2 real-plugin comparisons skipped under --require-real-plugins: "
+    "3 real-plugin comparisons skipped under --require-real-plugins: "
     "--exclude-real-plugins=WHY (make test EXCLUDE_REAL_PLUGINS=WHY) leaves them out",
 ]
 XDIST = [[], ["-n", "2"]]
@@ -70,7 +77,7 @@ def _run(pytester: pytest.Pytester, files: dict[str, str], *args: str) -> pytest
 
 
 def _ours(result: pytest.RunResult) -> list[str]:
-    return [line for line in result.outlines if line.startswith(("real-plugin comparison", "2 real-plugin"))]
+    return [line for line in result.outlines if line.startswith(("real-plugin comparison", "3 real-plugin"))]
 
 
 @pytest.mark.parametrize("workers", XDIST, ids=["serial", "xdist"])
@@ -79,12 +86,12 @@ def test_a_skipped_comparison_fails_the_run_under_the_requirement(
 ) -> None:
     files = {"test_compare.py": COMPARISONS, "test_other.py": OTHERS}
     result = _run(pytester, files, "--require-real-plugins", *workers)
-    result.assert_outcomes(passed=1, skipped=3)
+    result.assert_outcomes(passed=1, skipped=4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert _ours(result) == SKIPPED  # the unmarked skip is not one of them
 
     plain = _run(pytester, files, *workers)  # an ad-hoc run: skips stay skips
-    plain.assert_outcomes(passed=1, skipped=3)
+    plain.assert_outcomes(passed=1, skipped=4)
     assert (plain.ret, _ours(plain)) == (pytest.ExitCode.OK, [])
 
 
@@ -96,7 +103,7 @@ def test_excluded_comparisons_are_deselected_with_one_line_at_the_start(
     why = "make test EXCLUDE_REAL_PLUGINS=no root on this runner"
     result = _run(pytester, files, "--require-real-plugins", f"--exclude-real-plugins={why}", *workers)
     assert result.ret == pytest.ExitCode.OK
-    result.assert_outcomes(passed=1, skipped=1, deselected=0 if workers else 2)
+    result.assert_outcomes(passed=1, skipped=1, deselected=0 if workers else 3)
     line = f"real-plugin comparisons excluded: {why}"
     assert _ours(result) == [line]
     first_result = next(i for i, s in enumerate(result.outlines) if s.startswith(("collected", "created:")))
@@ -124,7 +131,7 @@ def test_a_host_that_cannot_run_real_nodes_is_named_at_the_start(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     line = f"real-plugin comparisons cannot run on this host: {lacks}; their skips fail this run"
     assert _ours(result) == [line, *SKIPPED]
-    assert result.outlines.index(line) < result.outlines.index("collected 2 items")
+    assert result.outlines.index(line) < result.outlines.index("collected 3 items")
 
 
 def test_the_start_line() -> None:
