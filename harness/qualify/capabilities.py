@@ -5,7 +5,9 @@ on wording. The words are harness.reports.verdicts' (shared with readiness and m
     FAIL           a test failed in its setup, body or teardown (its message is the evidence)
     FLAKY          none failed, but one passed only on a rerun (its first failure is the evidence)
     PASS           at least one test ran and passed, none failed; its headline says how many
-                   of its tests ran and why the others did not ("PASS, 4 of 6 ran; 2 skipped: ...")
+                   of its tests ran and why the others did not ("PASS, 4 of 6 ran; 2 skipped: ..."),
+                   and when it rests on fewer distinct checks (test functions, parameters
+                   folded) than the capability's minimum, that it is thin
     NOT SUPPORTED  nothing ran, because the driver or its fleet lacks what the tests need
     CLUSTER LACKS  nothing ran, because the cluster lacks it: a feature gate, the version, an API
     NOT TESTED     nothing ran, only because the tests need the fake driver's own fleet or a
@@ -39,6 +41,8 @@ class Capability:
     id: str
     title: str
     tests: tuple[str, ...]  # nodeid patterns (fnmatch)
+    # Distinct checks (test functions) a PASS should rest on; fewer passed says "thin".
+    minimum: int = 1
 
 
 CAPABILITIES: tuple[Capability, ...] = (
@@ -66,6 +70,8 @@ CAPABILITIES: tuple[Capability, ...] = (
             "suites/mig/test_dynamic_mig.py::*",
             "suites/driver/test_published_devices.py::test_a_partition*",
         ),
+        # one alone (test_a_partition_device_...) passed on a fleet with no MIG at all (issue 50)
+        minimum=2,
     ),
     Capability(
         "prioritized-list",
@@ -75,16 +81,19 @@ CAPABILITIES: tuple[Capability, ...] = (
             "suites/mig/test_prioritized_scoring.py::*",
             "suites/driver/test_published_devices.py::test_prioritized*",
         ),
+        minimum=2,
     ),
     Capability(
         "cel-selectors",
         "CEL selectors on the driver's attributes",
         ("suites/mig/test_selectors.py::*", "suites/driver/test_published_devices.py::test_selector*"),
+        minimum=2,
     ),
     Capability(
         "consumable-capacity",
         "Consumable capacity (shared devices)",
         ("suites/shared_devices/*", "suites/driver/test_published_devices.py::test_a_shared*"),
+        minimum=2,
     ),
     Capability("gang", "Gang scheduling with the driver's devices", ("suites/gang/*",)),
     Capability("failure-modes", "Failure-mode detectors name staged problems", ("suites/failure_modes/*",)),
@@ -144,6 +153,7 @@ class CapabilityResult:
             "headline": self.headline or str(self.verdict),
             "evidence": self.evidence,
             "counts": self.counts,
+            "minimum": self.capability.minimum,
         }
 
 
@@ -159,11 +169,24 @@ def _skip_line(t: TestRecord) -> str:
     return f"{t.nodeid.rsplit('::', 1)[-1]}: {_why(t)}"
 
 
-def _ran_headline(word: Verdict, mine: list[TestRecord], skipped: list[TestRecord]) -> str:
-    ran = f"{word}, {len(mine) - len(skipped)} of {len(mine)} ran"
-    if not skipped:
-        return ran
-    return f"{ran}; {len(skipped)} skipped: {'; '.join(dict.fromkeys(_why(t) for t in skipped))}"
+def distinct_checks(passed: list[TestRecord]) -> int:
+    """Test functions among `passed`: a parametrized test's cases are one check."""
+    return len({t.nodeid.split("[", 1)[0] for t in passed})
+
+
+def thin(cap: Capability, passed: list[TestRecord]) -> str:
+    """ "" or the headline's note that a PASS rests on fewer distinct checks than declared."""
+    n = distinct_checks(passed)
+    if n >= cap.minimum:
+        return ""
+    return f"thin: rests on {n} distinct check{'s' if n != 1 else ''}, declares at least {cap.minimum}"
+
+
+def _ran_headline(word: Verdict, mine: list[TestRecord], skipped: list[TestRecord], note: str = "") -> str:
+    parts = [f"{word}, {len(mine) - len(skipped)} of {len(mine)} ran"]
+    if skipped:
+        parts.append(f"{len(skipped)} skipped: {'; '.join(dict.fromkeys(_why(t) for t in skipped))}")
+    return "; ".join([*parts, note] if note else parts)
 
 
 def decide(cap: Capability, tests: list[TestRecord]) -> CapabilityResult:
@@ -188,9 +211,8 @@ def decide(cap: Capability, tests: list[TestRecord]) -> CapabilityResult:
             first = f"{flaky.nodeid}: passed only on its rerun; first attempt: {flaky.rerun}"
             headline = f"FLAKY, {sum(t.flaky for t in passed)} of {len(mine)} passed only on a rerun"
             return CapabilityResult(cap, Verdict.FLAKY, [first, *evidence], counts, headline)
-        return CapabilityResult(
-            cap, Verdict.PASS, evidence, counts, _ran_headline(Verdict.PASS, mine, skipped)
-        )
+        headline = _ran_headline(Verdict.PASS, mine, skipped, thin(cap, passed))
+        return CapabilityResult(cap, Verdict.PASS, evidence, counts, headline)
     return _nothing_ran(cap, skipped, counts)
 
 

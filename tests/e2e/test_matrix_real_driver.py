@@ -20,7 +20,7 @@ DRIVER = load_matrix().test_drivers[0] if load_matrix().test_drivers else "examp
 CELL = f"{load_matrix().default_minor}/{DRIVER}/dra-all"
 SLUG = CELL.replace("/", "_")
 # Its own real-node cluster: scheduled in a real-node lane, so quiet-host tests wait for it.
-pytestmark = [pytest.mark.real_node]
+pytestmark = [pytest.mark.real_node, pytest.mark.real_plugin_comparison]
 
 
 def test_a_real_driver_cell_runs_qualify_on_its_own_real_nodes(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ from tests.nvidiareal import (
 )
 from tests.realdriver import RealDriverCluster, real_driver_missing
 
-pytestmark = [pytest.mark.real_node]
+pytestmark = [pytest.mark.real_node, pytest.mark.real_plugin_comparison]
 
 A100 = "a100-80gb-pcie"
 POOL = RealPoolSpec("dyn", count=1, gpus=2, profile=A100, driver=DRIVER, mig={"mode": "dynamic", "gpus": [0]})

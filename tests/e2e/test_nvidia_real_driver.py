@@ -59,7 +59,7 @@ from tests.realdriver import (
     real_driver_missing,
 )
 
-pytestmark = [pytest.mark.real_node]
+pytestmark = [pytest.mark.real_node, pytest.mark.real_plugin_comparison]
 
 QUALIFY_VERDICTS = {
     "bridging": "PASS",

@@ -27,7 +27,7 @@ DRIVER = next((d for d in load_matrix().test_drivers if d.startswith("example@")
 POOL = RealPoolSpec("ex", count=2, gpus=4, driver=DRIVER)
 SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices", "suites/gang")
 # Its own real-node cluster: scheduled in a real-node lane, so quiet-host tests wait for it.
-pytestmark = [pytest.mark.real_node]
+pytestmark = [pytest.mark.real_node, pytest.mark.real_plugin_comparison]
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.fake_driver.slicediff import Difference, Path, matches, slice_differences
 
-pytestmark = [pytest.mark.real_node]
+pytestmark = [pytest.mark.real_node, pytest.mark.real_plugin_comparison]
 
 DRIVER = "example@v0.4.0"
 PERSONALITY = "example-v0.4"
