@@ -180,7 +180,7 @@ APT_SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 .PHONY: matrix
 
 # The matrix: cells (minor x personality x gate profile) in parallel, then the readiness report.
-# make matrix CELLS=1.37/nvidia-v0.4/dra-all JOBS=2   (default cells: harness/matrix.py DEFAULT_CELLS)
+# make matrix CELLS=1.37/nvidia-v0.4/dra-all JOBS=2   (default cells: versions.toml [matrix] default_cells)
 CELLS ?=
 JOBS ?= 2
 matrix: venv
