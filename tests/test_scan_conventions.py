@@ -23,6 +23,7 @@ from harness.kit.checks.conventions import LOOKED_FOR, gpu_node
 from harness.kit.checks.detectors import Severity
 from harness.kit.checks.migration import (
     Workload,
+    detect_cloud_device_plugin_on_dra_nodes,
     detect_conflicting_conventions,
     detect_time_slicing,
     detect_unmapped_legacy_requests,
@@ -217,3 +218,34 @@ def test_a_node_with_two_clouds_labels_is_one_warning_and_none_says_what_was_loo
         "node conventions: EKS (2 node(s)), GKE (1 node(s)), GPU feature discovery (1 node(s)), "
         "OpenShift (1 node(s))"
     )
+
+
+def test_a_gke_node_a_dra_driver_serves_without_gkes_opt_out_label_is_a_warning() -> None:
+    labels = {
+        "cloud.google.com/gke-nodepool": "h100-dra",
+        "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",
+    }
+    bare = {"metadata": {"name": "bare-0", "labels": labels}}
+    opted = {
+        "metadata": {
+            "name": "opted-0",
+            "labels": labels | {"gke-no-default-nvidia-gpu-device-plugin": "true"},
+        }
+    }
+    slices = [
+        {"spec": {"driver": "gpu.nvidia.com", "nodeName": n, "devices": [{"name": "gpu-0"}]}}
+        for n in ("bare-0", "opted-0")
+    ]
+
+    [finding] = detect_cloud_device_plugin_on_dra_nodes([bare, opted], slices, ["gpu.nvidia.com"])
+
+    assert (finding.check, finding.severity, finding.subject) == (
+        "cloud-device-plugin",
+        Severity.WARNING,
+        "node/bare-0",
+    )
+    assert finding.remediation == (
+        "label the node pool gke-no-default-nvidia-gpu-device-plugin=true and create it with "
+        "gpu-driver-version=disabled (docs.cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra)"
+    )
+    assert detect_cloud_device_plugin_on_dra_nodes([bare], slices, ["gpu.example.com"]) == []

@@ -17,7 +17,7 @@ from harness.controlplane.gates import dra_gates
 from harness.core.expectations import bridge_reaches_nodes_a_device_plugin_left
 from harness.core.redaction import redact
 from harness.kit.cel import Outcome, count_matches, published_devices
-from harness.kit.checks.conventions import LOOKED_FOR, cluster_conventions
+from harness.kit.checks.conventions import GKE, LOOKED_FOR, cluster_conventions, conventions_of
 from harness.kit.checks.detectors import Finding, Severity, mapping_claimants, requested_extended_resources
 from harness.kit.checks.migration import NOT_ACCELERATOR, time_sliced_nodes
 from harness.kit.kube import Obj
@@ -231,6 +231,7 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
     requested = {r for p in state.pods for r in requested_extended_resources(p)}
     gate = state.gates.get("DRAExtendedResource")
     shared = time_sliced_nodes(state.nodes, resource)
+    gke_dra = [n for n in state.nodes if n["metadata"]["name"] in dra_nodes and GKE in conventions_of(n)]
     return {
         "bridge-support": (
             "",
@@ -266,6 +267,10 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
             f"no node advertises MIG partitions as {resource}",
         ),
         "node-conventions": ("", "no node carries the labels of two clouds"),
+        "cloud-device-plugin": (
+            "" if gke_dra else "no GKE node publishes DRA devices",
+            f"the {len(gke_dra)} GKE node(s) publishing DRA devices keep GKE's device plugin off",
+        ),
         "device-class-selectors": (
             "" if state.classes else "no DeviceClass",
             f"the selectors of the {len(state.classes)} DeviceClasses match published devices "

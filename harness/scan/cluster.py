@@ -37,6 +37,7 @@ from harness.kit.checks.detectors import (
     detect_selectors_matching_nothing,
 )
 from harness.kit.checks.migration import (
+    detect_cloud_device_plugin_on_dra_nodes,
     detect_conflicting_conventions,
     detect_served_both_ways,
     detect_time_slicing,
@@ -287,6 +288,7 @@ def run_checks(
         ),
         *detect_time_slicing(state.nodes, state.pods, resource),
         *detect_conflicting_conventions(state.nodes),
+        *detect_cloud_device_plugin_on_dra_nodes(state.nodes, state.slices, gpu_drivers),
         *detect_served_both_ways(state.nodes, state.slices, state.classes, state.version),
         *detect_selectors_matching_nothing(state.classes, state.slices, used),
         *kubelet_skew(state),

@@ -67,6 +67,8 @@ GKE_SHARING = "cloud.google.com/gke-gpu-sharing-strategy"
 GKE_CLIENTS = "cloud.google.com/gke-max-shared-clients-per-gpu"
 GKE_PARTITION = "cloud.google.com/gke-gpu-partition-size"
 GKE_DRA_DOC = "docs.cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra"
+# set-up-dra: "add the gke-no-default-nvidia-gpu-device-plugin=true node label to the node pool"
+GKE_NO_DEVICE_PLUGIN = "gke-no-default-nvidia-gpu-device-plugin"
 GPU_COUNT_LABELS = (
     "eks.amazonaws.com/instance-gpu-count",
     "karpenter.k8s.aws/instance-gpu-count",

@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from harness.core.expectations import device_plugin_wins_where_it_advertises
 from harness.kit.cel import Outcome, count_matches, published_devices
 from harness.kit.checks.accelerators import VENDORS, AcceleratorScope
-from harness.kit.checks.conventions import AKS, CLOUDS, GKE, GKE_DRA_DOC, GpuNode, conventions_of, gpu_nodes
+from harness.kit.checks.conventions import (
+    AKS,
+    CLOUDS,
+    GKE,
+    GKE_DRA_DOC,
+    GKE_NO_DEVICE_PLUGIN,
+    GpuNode,
+    conventions_of,
+    gpu_nodes,
+)
 from harness.kit.checks.detectors import (
     Finding,
     Severity,
@@ -258,6 +267,38 @@ def detect_conflicting_conventions(nodes: Iterable[Obj]) -> list[Finding]:
             "check that these nodes are what their labels say (a copied node template or image), "
             "or pass --pool-label",
         )
+    ]
+
+
+def detect_cloud_device_plugin_on_dra_nodes(
+    nodes: Iterable[Obj], slices: Iterable[Obj], gpu_drivers: Iterable[str]
+) -> list[Finding]:
+    """GKE nodes whose GPUs a DRA driver publishes without the label that keeps GKE's own NVIDIA
+    device plugin off them (GKE_DRA_DOC): both stacks would hand out the same GPUs."""
+    drivers = set(gpu_drivers)
+    dra = {
+        s["spec"].get("nodeName")
+        for s in slices
+        if s["spec"]["driver"] in drivers and s["spec"].get("devices")
+    }
+    bare = sorted(
+        n["metadata"]["name"]
+        for n in nodes
+        if n["metadata"]["name"] in dra
+        and GKE in conventions_of(n)
+        and (n["metadata"].get("labels") or {}).get(GKE_NO_DEVICE_PLUGIN) != "true"
+    )
+    return [
+        Finding(
+            "cloud-device-plugin",
+            Severity.WARNING,
+            f"node/{name}",
+            f"a DRA driver publishes its GPUs but it lacks {GKE_NO_DEVICE_PLUGIN}=true: GKE runs its own "
+            "NVIDIA device plugin there too, and both can hand out the same GPU",
+            f"label the node pool {GKE_NO_DEVICE_PLUGIN}=true and create it with gpu-driver-version=disabled "
+            f"({GKE_DRA_DOC})",
+        )
+        for name in bare
     ]
 
 
