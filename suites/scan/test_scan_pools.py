@@ -38,7 +38,9 @@ def test_pools_are_read_from_gke_and_eks_labels_and_every_check_is_listed(
     tmp_path: Path,
 ) -> None:
     [gpu_node] = gpu_pool(nodes=1, gpus=2).nodes
-    kube.patch(*kinds.NODE, gpu_node, {"metadata": {"labels": {GKE: f"{namespace}-h100"}}})
+    # As GKE's DRA set-up labels a pool a DRA driver serves (without it: cloud-device-plugin WARN).
+    labels = {GKE: f"{namespace}-h100", "gke-no-default-nvidia-gpu-device-plugin": "true"}
+    kube.patch(*kinds.NODE, gpu_node, {"metadata": {"labels": labels}})
     node_pool(1, suffix="eks", labels={EKS: f"{namespace}-ng"})
     [bare] = node_pool(1, suffix="bare").node_names()
     kube.patch(*kinds.NODE, bare, {"metadata": {"labels": {POOL_LABEL: None}}})
