@@ -15,7 +15,7 @@ import pytest
 from harness.cli.main import build_parser
 from harness.core.versions import REPO_ROOT, load_matrix
 
-DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+DOCS = [REPO_ROOT / "README.md", REPO_ROOT / "CONTRIBUTING.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 TOP = "harness|fixtures|suites|tests|fake_driver|docs|deploy|charts|bench|plugins|examples|nvmlstub"
 _PATH = re.compile(rf"^(?:\./)?(?:{TOP}|\.github|\.ci)/[\w./-]*$")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -129,3 +129,15 @@ def test_the_readmes_cold_build_figures_are_the_budgets() -> None:
     readme = (REPO_ROOT / "README.md").read_text()
     said = f"k8slocal {minor} {budget[f'k8slocal {minor}']} s, kwok {budget['kwok']} s"
     assert said in " ".join(readme.split()), f"the README's cold build figures are not {said!r}"
+
+
+def test_every_test_the_docs_name_by_node_id_exists() -> None:
+    """CONTRIBUTING.md's checklists name the test that fails when a step is forgotten."""
+    named = {(doc, m) for doc, line in _docs() for m in re.findall(r"(tests/[\w/]+\.py)::(\w+)", line)}
+    assert len(named) >= 10
+    missing = [
+        (doc, f"{path}::{name}")
+        for doc, (path, name) in sorted(named)
+        if f"def {name}(" not in (REPO_ROOT / path).read_text()
+    ]
+    assert missing == []
