@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness.core.redaction import redact
 from harness.kit.checks.detectors import Severity
-from harness.scan.checks import gates_statement, summary_for
+from harness.scan.checks import gates_statement, not_checked, summary_for
 from harness.scan.cluster import VERDICTS, ScanResult, exit_code
 
 
@@ -35,4 +35,5 @@ def render_markdown(result: ScanResult) -> str:
         for f in shown:
             cells = [f.severity.name, f.check, *(_cell(x) for x in (f.subject, f.message, f.remediation))]
             lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", *(f"_{line}_" for line in not_checked(state))]
     return redact("\n".join(lines) + "\n")
