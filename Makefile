@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane nodeparts drivers kind-engine kind-images upgradeparts parts lint unit e2e test test-minors test-chart test-nvidia test-kind-qualify test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: docs-images all venv controlplane nodeparts drivers kind-engine kind-images upgradeparts parts lint unit e2e test test-minors test-chart test-nvidia test-kind-qualify test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -58,6 +58,13 @@ SKEW_KUBELETS := 1.35 1.36 1.37
 upgradeparts: nodeparts
 	$(foreach m,$(UPGRADE_MINORS),$(BIN)/dra-harness controlplane build -k $(m) &&) true
 	$(foreach m,$(SKEW_KUBELETS),$(BIN)/dra-harness controlplane build -k $(m) --nodes-only &&) true
+
+# The docs' pictures (docs/images/): the reports rendered from crafted results in headless Chromium
+# (Debian's chromium, as `make test` installs it); tests/test_docs_images.py fails when a template
+# changed since.
+docs-images: venv
+	rm -f docs/images/inputs.json
+	DRA_HARNESS_WRITE_IMAGES=1 $(BIN)/pytest tests/e2e/test_docs_images.py -n 0 -p no:randomly $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -37,7 +37,7 @@ def _chromium() -> Path:
     return found
 
 
-def _screenshot(page: Path, png: Path, profile: Path) -> list[str]:
+def _screenshot(page: Path, png: Path, profile: Path, window: str = "--window-size=1400,1000") -> list[str]:
     """Open `page`, save a screenshot, return the page's console messages."""
     done = subprocess.run(
         [
@@ -54,7 +54,7 @@ def _screenshot(page: Path, png: Path, profile: Path) -> list[str]:
             "--enable-logging=stderr",
             "--v=0",
             f"--screenshot={png}",
-            "--window-size=1400,1000",
+            window,
             page.resolve().as_uri(),
         ],
         capture_output=True,
