@@ -255,7 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument(
         "set",
         choices=("test", "kind", "drivers", "mutants"),
-        help="test: what `make test` needs; kind: the kind engine; drivers: real DRA drivers; mutants: planted-bug drivers",
+        help="test: what `make test` needs; kind: the kind engine; drivers: real DRA drivers; "
+        "mutants: planted-bug drivers",
     )
     pb.add_argument("--list", action="store_true", help="list the set's parts, build nothing")
     pb.add_argument(

@@ -73,7 +73,9 @@ def _apply(patch: Path, source: Path, what: str) -> None:
     apply (--forward: a patch that looks applied already is refused, not reversed)."""
     argv = ["patch", "-p1", "--forward", "--batch", "--no-backup-if-mismatch", "-i", str(patch)]
     try:
-        done = subprocess.run(argv, cwd=source, capture_output=True, text=True, timeout=PATCH_TIMEOUT, check=False)
+        done = subprocess.run(
+            argv, cwd=source, capture_output=True, text=True, timeout=PATCH_TIMEOUT, check=False
+        )
     except subprocess.TimeoutExpired:
         raise HarnessError(f"{what}: patch took over {PATCH_TIMEOUT}s ({MAKE_TARGET})") from None
     if done.returncode != 0:
