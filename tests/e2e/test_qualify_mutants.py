@@ -56,7 +56,8 @@ CASES = {
     ),
     "unprepare-error": Case(
         (CALLS,),
-        r"claim [\w-]+/[\w-]+ released with its pod.*; failed on mx-0: \[.*'\d+ UnprepareResources with an error'\]",
+        r"waiting for claim [\w-]+/[\w-]+ released with its pod; last observed:\s+\['[\w-]+'\]; "
+        r"failed on mx-0: \['\d+ UnprepareResources with an error'\]",
     ),
     "cdi-left-behind": Case(
         (CALLS,),
@@ -113,7 +114,8 @@ def test_qualify_fails_the_mutant_on_its_capability(
         [nodeid] = case.suites
         [evidence] = [e for e in node_side["evidence"] if e.startswith(nodeid + ": ")]
         match = re.search(case.symptom, evidence)
-        assert match is not None and case.check(match), evidence
+        assert match is not None, evidence
+        assert case.check(match), evidence
     print(f"{mutant}: node-side {node_side['verdict']}, qualify {took:.0f}s: {node_side['evidence']}")
     _assert_nothing_left(plugin, run_dir)
 
