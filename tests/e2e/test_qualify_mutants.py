@@ -70,6 +70,10 @@ CASES = {
         r"CDI spec of claim [\w-]+, prepared before the plugin restart, left on mx-0 after "
         r"NodeUnprepareResources: \['/var/run/cdi/k8s\.gpu\.example\.com-gpu_[0-9a-f-]{36}\.yaml'\]",
     ),
+    "renamed-device": Case(
+        (SEES,),
+        r"allocated \{[^}]*'device': 'gpu-\d'[^}]*\} is not a device the driver publishes for node mx-0",
+    ),
 }
 # the unmutated release, with every test a mutant runs
 NONE = "none"
