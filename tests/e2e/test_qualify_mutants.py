@@ -8,7 +8,6 @@ Nothing of a run (the plugin's process, a node's mount) outlives its cluster.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Callable
@@ -18,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.realnodes.pools import RealPoolSpec
-from harness.controlplane.mutantparts import mutant_built, mutant_names, not_built_line, patch_dir
+from harness.controlplane.driverparts import driver_path
+from harness.controlplane.mutantparts import (
+    mutant_built,
+    mutant_names,
+    mutant_path,
+    not_built_line,
+    patch_dir,
+)
 from harness.core.drivers import driver_ref
 from harness.qualify.report import EXIT_CODES
 from harness.reports.verdicts import Word
@@ -102,7 +108,13 @@ def test_qualify_fails_the_mutant_on_its_capability(
         started = time.monotonic()
         done = env.qualify(DRIVER, out, suites)
         took = time.monotonic() - started
-        plugin = env.cluster.real.plugins["mx"].binary if env.cluster.real else None
+        assert env.cluster.real is not None
+        plugin = env.cluster.real.plugins["mx"].binary
+        # what the check after the teardown looks for is seen while it runs
+        assert any(f" {plugin} " in f" {p} " for p in _processes(run_dir)), _processes(run_dir)
+        assert plugin == (
+            mutant_path(spec, version, mutant) if mutant != NONE else driver_path(spec, version)
+        )
     record_property("qualify_seconds", round(took))
 
     report = json.loads((out / "qualify.json").read_text())
@@ -121,17 +133,26 @@ def test_qualify_fails_the_mutant_on_its_capability(
         assert match is not None, evidence
         assert case.check(match), evidence
     print(f"{mutant}: node-side {node_side['verdict']}, qualify {took:.0f}s: {node_side['evidence']}")
-    _assert_nothing_left(plugin, run_dir)
+    _assert_nothing_left(mutant, run_dir)
 
 
-def _assert_nothing_left(plugin: Path | None, run_dir: Path) -> None:
-    """No process runs the plugin's binary and no mount is under the cluster's run directory."""
+def _processes(run_dir: Path) -> list[str]:
+    """Processes of a run: those naming its directory, as the plugin's --kubeconfig and the
+    nodes' kubelets and containerds do (the unmutated binary is shared with other runs, so its
+    path alone says nothing)."""
     running = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and plugin is not None and os.readlink(proc / "exe") == str(plugin):
-                running.append(proc.name)
-        except OSError:  # gone meanwhile, or a kernel thread
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
             continue
+        if proc.name.isdigit() and any(str(run_dir) in word for word in argv):
+            running.append(f"{proc.name} {' '.join(argv)[:200]}")
+    return running
+
+
+def _assert_nothing_left(mutant: str, run_dir: Path) -> None:
+    """No process of the run and no mount under its directory."""
     mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(run_dir) in line]
-    assert (running, mounts) == ([], []), f"left on the host: processes {running}, mounts {mounts}"
+    running = _processes(run_dir)
+    assert (running, mounts) == ([], []), f"left by {mutant}: processes {running}, mounts {mounts}"
