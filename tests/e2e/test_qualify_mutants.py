@@ -26,6 +26,8 @@ from harness.controlplane.mutantparts import (
     patch_dir,
 )
 from harness.core.drivers import driver_ref
+from harness.kit import kinds
+from harness.kit.kube import Kube
 from harness.qualify.report import EXIT_CODES
 from harness.reports.verdicts import Word
 from tests.realdriver import real_driver_cluster, real_driver_missing
@@ -105,9 +107,11 @@ def test_qualify_fails_the_mutant_on_its_capability(
     out = tmp_path / "results"
     run_dir = tmp_path / "cluster"
     with real_driver_cluster(run_dir, [pool]) as env:
+        published = _pool(env.kube)
         started = time.monotonic()
         done = env.qualify(DRIVER, out, suites)
         took = time.monotonic() - started
+        republished = _pool(env.kube)
         assert env.cluster.real is not None
         plugin = env.cluster.real.plugins["mx"].binary
         # what the check after the teardown looks for is seen while it runs
@@ -132,8 +136,23 @@ def test_qualify_fails_the_mutant_on_its_capability(
         match = re.search(case.symptom, evidence)
         assert match is not None, evidence
         assert case.check(match), evidence
+    if mutant == "renamed-device":  # the first prepared device renamed, the generation kept
+        generation, devices = published
+        renamed = [d for d in republished[1] if d not in devices]
+        assert (republished[0], len(renamed)) == (generation, 1), (published, republished)
+        gone = [d for d in devices if d not in republished[1]]
+        assert gone == [renamed[0].removesuffix("-renamed")], (published, republished)
+    else:
+        assert republished == published
     print(f"{mutant}: node-side {node_side['verdict']}, qualify {took:.0f}s: {node_side['evidence']}")
     _assert_nothing_left(mutant, run_dir)
+
+
+def _pool(kube: Kube) -> tuple[int, list[str]]:
+    """The generation and device names of the driver's pool on the node (one slice)."""
+    [published] = [s for s in kube.list(*kinds.RESOURCE_SLICE) if s["spec"]["driver"] == "gpu.example.com"]
+    spec = published["spec"]
+    return spec["pool"]["generation"], sorted(d["name"] for d in spec["devices"])
 
 
 def _processes(run_dir: Path) -> list[str]:
