@@ -9,7 +9,7 @@ K8S_FLAG := $(if $(K8S),-k $(K8S),)
 GATES_FLAG := $(if $(GATES),-g $(GATES),)
 PYTEST_ARGS ?=
 
-.PHONY: docs-images all venv controlplane nodeparts drivers kind-engine kind-images upgradeparts parts lint unit e2e test test-minors test-chart test-nvidia test-kind-qualify test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
+.PHONY: docs-images all venv controlplane nodeparts drivers mutants test-mutants kind-engine kind-images upgradeparts parts lint unit e2e test test-minors test-chart test-nvidia test-kind-qualify test-fresh run cluster cluster-down bench-cluster-start bench-publish bench-scale bench-real-torture bench-real-nodes clean
 
 all: test
 
@@ -39,6 +39,15 @@ nodeparts: venv
 # pinned version, or one: make drivers DRIVER=example@v0.4.0
 drivers: venv
 	$(BIN)/dra-harness parts build drivers $(DRIVER:%=--driver=%)
+
+# The planted-bug drivers (mutants/<driver>-<version>/*.patch on the released module, versions.toml
+# [test] mutants) that qualify must FAIL: tests/e2e/test_qualify_mutants.py.
+mutants: venv
+	$(BIN)/dra-harness parts build mutants
+
+# The mutants alone: their builds' failure lines, then qualify of each on a real node (~7 min).
+test-mutants: mutants
+	$(BIN)/pytest tests/test_mutantparts.py tests/e2e/test_qualify_mutants.py -n 0 $(PYTEST_ARGS)
 
 # The kind path's engine where Docker is absent: Debian's dockerd (versions.toml [kind] engine_apt).
 # kind itself goes into .venv/bin (where the provider finds it) at versions.toml's release.

@@ -254,8 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     pb = parts.add_parser("build", help="build a set of parts side by side and print what each took")
     pb.add_argument(
         "set",
-        choices=("test", "kind", "drivers"),
-        help="test: what `make test` needs; kind: the kind engine; drivers: real DRA drivers",
+        choices=("test", "kind", "drivers", "mutants"),
+        help="test: what `make test` needs; kind: the kind engine; drivers: real DRA drivers; "
+        "mutants: planted-bug drivers",
     )
     pb.add_argument("--list", action="store_true", help="list the set's parts, build nothing")
     pb.add_argument(

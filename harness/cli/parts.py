@@ -32,6 +32,8 @@ from harness.controlplane.build import (
 )
 from harness.controlplane.buildlog import log_build, measured_builds
 from harness.controlplane.driverparts import driver_built, ensure_driver, part_name
+from harness.controlplane.mutantparts import ensure_mutant, mutant_built, mutant_names
+from harness.controlplane.mutantparts import part_name as mutant_part_name
 from harness.controlplane.nodeparts import (
     containerd_built,
     ensure_busybox,
@@ -225,10 +227,28 @@ def driver_parts(refs: Iterable[str] = ()) -> list[Part]:
     return [_driver_part(spec, v, (GO_A, GO_B)[i % 2]) for i, (spec, v) in enumerate(pairs)]
 
 
+def _mutant_part(spec: DriverSpec, version: str, mutant: str, lane: str) -> Part:
+    return Part(
+        mutant_part_name(spec, version, mutant),
+        lane,
+        lambda progress: ensure_mutant(spec, version, mutant, progress),
+        built=lambda: mutant_built(spec, version, mutant) is not None,
+    )
+
+
+def mutant_parts(refs: Iterable[str], lane: str = IO) -> list[Part]:
+    """Every mutant (mutants/<name>-<version>/*.patch) of each driver@version, one lane: each
+    rebuilds the driver's own packages only, on the Go build cache its driver part filled."""
+    pairs = [driver_ref(r) for r in refs]
+    return [_mutant_part(spec, v, m, lane) for spec, v in pairs for m in mutant_names(spec, v)]
+
+
 def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
     """The parts of a set, in the order each lane builds them. `test`: what `make test` needs."""
     if set_name == "drivers":
         return driver_parts()
+    if set_name == "mutants":
+        return mutant_parts(matrix.test_mutants, GO_A)
     if set_name not in SETS:
         raise HarnessError(f"unknown part set {set_name!r}: one of {', '.join(SETS)}")
     packages = host_packages(matrix, set_name)
@@ -290,13 +310,16 @@ def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
     # The real drivers `make test` qualifies (versions.toml [test] drivers): in the io lane,
     # which waits on the network and the disk most of the time.
     drivers = [_driver_part(*driver_ref(ref), IO) for ref in matrix.test_drivers]
-    parts = [apt, *lane_a, *lane_b, *drivers]
+    # The planted-bug drivers qualify must FAIL (tests/e2e/test_qualify_mutants.py): after their
+    # driver in the same lane, which then has the driver's packages compiled.
+    mutants = mutant_parts(matrix.test_mutants)
+    parts = [apt, *lane_a, *lane_b, *drivers, *mutants]
     return [*parts, kind, *_kind_parts(matrix)]
 
 
 # test: what `make test` needs; kind: the kind engine's packages and kind itself; drivers:
-# every real driver at every version versions.toml pins.
-SETS = ("test", "kind", "drivers")
+# every real driver at every version versions.toml pins; mutants: [test] mutants' planted bugs.
+SETS = ("test", "kind", "drivers", "mutants")
 
 
 def check_budget(parts: Iterable[Part], matrix: Matrix) -> None:

@@ -123,6 +123,7 @@ class Matrix:
     test_kubelets: tuple[str, ...] = ()
     test_apt: tuple[str, ...] = ()
     test_drivers: tuple[str, ...] = ()  # driver@version refs make test builds and qualifies
+    test_mutants: tuple[str, ...] = ()  # driver@version refs whose mutants (mutants/) it builds
     # [budget]: each part's cold build seconds on this kind of machine (make test-fresh).
     budget: dict[str, int] = field(default_factory=dict)
     budget_minutes: int = 45
@@ -238,6 +239,7 @@ def _test_and_budget(data: dict[str, Any], source: str, minors: dict[str, Minor]
         "test_kubelets": _names(test, "kubelets", where),
         "test_apt": _names(test, "apt", where),
         "test_drivers": _names(test, "drivers", where),
+        "test_mutants": _names(test, "mutants", where),
     }
     for name in (*fields["test_controlplanes"], *fields["test_kubelets"]):
         if name not in minors:

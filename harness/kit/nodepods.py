@@ -1,6 +1,6 @@
 """What a pod on a real node shows: its container's environment (printed to its log), the
-kubelet's DRA gRPC call counts (its /metrics through the API server's node proxy), and the
-CDI spec the driver wrote for a claim."""
+kubelet's DRA gRPC call and operation counts (its /metrics through the API server's node
+proxy), and the CDI spec files the driver wrote for a claim (read by a pod on the node)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.core.errors import HarnessError
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
 
@@ -23,6 +24,12 @@ END_MARKER = "--- end of the device view ---"
 _CALL = re.compile(
     r"^dra_grpc_operations_duration_seconds_count\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$", re.MULTILINE
 )
+_OPERATION = re.compile(
+    r"^dra_operations_duration_seconds_count\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$", re.MULTILINE
+)
+# Where CDI specs live (tags.cncf.io/container-device-interface pkg/cdi/spec-dirs.go @ v1.1.0,
+# DefaultDynamicDir): the claims' specs are generated, so a driver writes them here.
+CDI_DYNAMIC_DIR = "/var/run/cdi"
 
 
 # Not 0: the API server removes a pod whose grace is 0 from storage at the delete request
@@ -115,6 +122,45 @@ def dra_calls(kube: Kube, node: str, driver: str = "") -> dict[tuple[str, str], 
         key = (labels.get("method_name", "").rsplit("/", 1)[-1], labels.get("grpc_status_code", ""))
         calls[key] = calls.get(key, 0) + int(float(m["value"]))
     return calls
+
+
+def dra_operations(kube: Kube, node: str) -> dict[tuple[str, str], int]:
+    """(operation, is_error) -> count of the kubelet's PrepareResources and UnprepareResources
+    for a pod's claims, from dra_operations_duration_seconds (k8s.io/kubernetes@v1.37.2
+    pkg/kubelet/metrics/metrics.go; observed in pkg/kubelet/cm/dra/manager.go): a plugin that
+    answers a gRPC call OK with an error for a claim counts here as ("UnprepareResources", "true").
+    The node's, of every driver."""
+    status, body = kube.raw_get(f"/api/v1/nodes/{node}/proxy/metrics")
+    if status != 200:
+        raise HarnessError(f"metrics of the kubelet on {node}: HTTP {status}: {body[:300]}")
+    ops: dict[tuple[str, str], int] = {}
+    for m in _OPERATION.finditer(body):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m["labels"]))
+        key = (labels.get("operation_name", ""), labels.get("is_error", ""))
+        ops[key] = ops.get(key, 0) + int(float(m["value"]))
+    return ops
+
+
+def cdi_specs_naming(kube: Kube, namespace: str, node: str, image: str, text: str, name: str) -> list[str]:
+    """The CDI spec files in the node's CDI_DYNAMIC_DIR whose content names `text` (a claim's
+    UID), as pod `name` on the node sees them through a read-only hostPath mount of the
+    directory; the pod is deleted after. The directory must exist (a driver writing specs made it)."""
+    mount = "/host-cdi"
+    grep = ["sh", "-c", f"grep -lrF {shlex.quote(text)} {mount} || true"]
+    container = view_container("cdi", image, grep)
+    container["volumeMounts"] = [{"name": "cdi", "mountPath": mount, "readOnly": True}]
+    pod = b.pod(name, namespace, containers=[container], grace_seconds=REAL_KUBELET_GRACE_SECONDS)
+    pod["spec"] |= {
+        "nodeName": node,  # no claim, nothing to schedule: straight to the node's kubelet
+        "automountServiceAccountToken": False,
+        "volumes": [{"name": "cdi", "hostPath": {"path": CDI_DYNAMIC_DIR, "type": "Directory"}}],
+    }
+    kube.create(pod)
+    try:
+        out = container_output(kube, namespace, name, "cdi")
+    finally:
+        kube.delete(*kinds.POD, name, namespace)
+    return sorted(CDI_DYNAMIC_DIR + line.strip()[len(mount) :] for line in out.splitlines() if line.strip())
 
 
 PLUGIN_RESTART_TIMEOUT = 300.0  # seconds: a DaemonSet's pod replaced and registered, with margin

@@ -26,9 +26,12 @@ from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
 from harness.kit.kube import API_ERRORS, Kube, Obj
 from harness.kit.nodepods import (
+    CDI_DYNAMIC_DIR,
     REAL_KUBELET_GRACE_SECONDS,
+    cdi_specs_naming,
     container_output,
     dra_calls,
+    dra_operations,
     restart_plugin,
     view_container,
 )
@@ -88,6 +91,47 @@ def _settled_calls(kube: Kube, node: str, driver: str) -> dict[tuple[str, str], 
         return _calls(kube, node, driver)
 
 
+Counts = tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]
+
+
+def _counts(kube: Kube, node: str, driver: str) -> Counts:
+    """The driver's gRPC calls and the node's DRA operations, as the kubelet counts them."""
+    try:
+        return dra_calls(kube, node, driver), dra_operations(kube, node)
+    except (HarnessError, *API_ERRORS) as err:
+        pytest.fail(f"reading the kubelet's DRA counts on {node}: {err}", pytrace=False)
+
+
+def _failures(kube: Kube, node: str, driver: str, before: Counts) -> list[str]:
+    """What failed since `before`: the driver's gRPC calls with a status other than OK (a
+    Prepare that outlasted the kubelet's timeout is DeadlineExceeded) and the kubelet's DRA
+    operations that ended in an error (a claim the plugin answered with an error, in an OK call)."""
+    calls, ops = _counts(kube, node, driver)
+    failed = [
+        f"{n - before[0].get(k, 0)} {k[0]} {k[1]}" for k, n in sorted(calls.items()) if k[1] != "OK"
+    ] + [f"{n - before[1].get(k, 0)} {k[0]} with an error" for k, n in sorted(ops.items()) if k[1] == "true"]
+    return [f for f in failed if not f.startswith("0 ")]
+
+
+def _cdi_specs(kube: Kube, ns: str, node: str, image: str, claim: Obj, name: str) -> list[str]:
+    return cdi_specs_naming(kube, ns, node, image, claim["metadata"]["uid"], name)
+
+
+def _prepared_specs(kube: Kube, ns: str, node: str, image: str, claim: Obj) -> tuple[list[str], str]:
+    """The CDI specs naming a prepared claim, or none and why its specs' removal cannot be
+    checked: a driver writing them elsewhere, or a cluster that refuses a read-only hostPath
+    pod (Pod Security) says nothing about the driver, so it is no failure."""
+    try:
+        specs = _cdi_specs(kube, ns, node, image, claim, "cdi-prepared")
+    except (HarnessError, WaitTimeout, *API_ERRORS) as err:
+        why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return [], f"{CDI_DYNAMIC_DIR} on {node} could not be read ({why}): the spec's removal not checked"
+    return (
+        specs,
+        "" if specs else f"no CDI spec in {CDI_DYNAMIC_DIR} names the claim: its removal not checked",
+    )
+
+
 def _view_pod(name: str, ns: str, pool: DriverNodes, view: ContainerView, image: str) -> Obj:
     pod = b.pod(
         name,
@@ -141,25 +185,38 @@ def test_the_container_sees_exactly_its_claimed_device_and_its_neighbour_none(
 
 
 def test_prepare_and_unprepare_are_called_once_and_the_claim_is_released(
-    kube: Kube, namespace: str, driver: DriverUnderTest, gpu_pool: MakeGpuPool, view: ContainerView
+    kube: Kube,
+    namespace: str,
+    driver: DriverUnderTest,
+    gpu_pool: MakeGpuPool,
+    view: ContainerView,
+    record_property: Callable[[str, object], None],
 ) -> None:
     pool = gpu_pool(nodes=1, gpus=1)
     [node] = pool.nodes
     before = _settled_calls(kube, node, driver.driver)
+    counts = _counts(kube, node, driver.driver)
     kube.create(b.claim_template("one", namespace, [b.exact_request("gpu", driver.device_class)]))
     kube.create(_view_pod("p", namespace, pool, view, driver.container_image))
-    wait_phase(kube, namespace, "p", "Running")
+    try:
+        wait_phase(kube, namespace, "p", "Running")
+    except WaitTimeout as err:
+        pytest.fail(f"{err}; failed on {node}: {_failures(kube, node, driver.driver, counts)}", pytrace=False)
     [claim] = claims_of(kube, namespace, "p")
+    specs, unchecked = _prepared_specs(kube, namespace, node, driver.container_image, claim)
 
     kube.delete(*kinds.POD, "p", namespace)
 
     name = claim["metadata"]["name"]  # made from the template: deleted once the pod is gone
-    wait_for(
-        lambda: [c["metadata"]["name"] for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)],
-        lambda names: name not in names,
-        timeout=TIMEOUTS.deletion,
-        describe=f"claim {namespace}/{name} released with its pod",
-    )
+    try:
+        wait_for(
+            lambda: [c["metadata"]["name"] for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)],
+            lambda names: name not in names,
+            timeout=TIMEOUTS.deletion,
+            describe=f"claim {namespace}/{name} released with its pod",
+        )
+    except WaitTimeout as err:
+        pytest.fail(f"{err}; failed on {node}: {_failures(kube, node, driver.driver, counts)}", pytrace=False)
     after = wait_for(
         lambda: _calls(kube, node, driver.driver),
         lambda calls: calls.get(UNPREPARE, 0) - before.get(UNPREPARE, 0) >= 1,
@@ -168,6 +225,15 @@ def test_prepare_and_unprepare_are_called_once_and_the_claim_is_released(
     )
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in (PREPARE, UNPREPARE)}
     assert delta == {PREPARE: 1, UNPREPARE: 1}
+    failed = _failures(kube, node, driver.driver, counts)
+    assert failed == [], f"the kubelet's DRA calls for the claim failed on {node}: {failed}"
+    left = _cdi_specs(kube, namespace, node, driver.container_image, claim, "cdi-unprepared") if specs else []
+    assert left == [], f"CDI spec of claim {name} left on {node} after NodeUnprepareResources: {left}"
+    record_property(
+        EVIDENCE,
+        f"on {node}, one NodePrepareResources and one NodeUnprepareResources, none failed; "
+        + (unchecked or f"the claim's CDI spec {specs} gone after"),
+    )
 
 
 @pytest.mark.bridged
@@ -229,7 +295,11 @@ def test_a_plugin_restart_keeps_the_running_pod_and_serves_a_new_one(
         seen[name] = view.devices(container_output(kube, namespace, name, "claims"))
         assert seen[name] == [result["device"]], name
     assert seen["before"] != seen["after"]
-    claims = {c["metadata"]["name"] for c in kube.list(*kinds.RESOURCE_CLAIM, namespace)}
+    objs = {p: claims_of(kube, namespace, p)[0] for p in ("before", "after")}
+    claims = {c["metadata"]["name"] for c in objs.values()}
+    # the spec of the claim prepared before the restart: the restarted plugin must undo it too
+    image = driver.container_image
+    specs, unchecked = _prepared_specs(kube, namespace, node, image, objs["before"])
     for name in ("before", "after"):
         kube.delete(*kinds.POD, name, namespace)
     wait_for(  # the restarted plugin unprepares both (the kubelet deletes template claims after)
@@ -238,8 +308,13 @@ def test_a_plugin_restart_keeps_the_running_pod_and_serves_a_new_one(
         timeout=TIMEOUTS.deletion,
         describe=f"claims {sorted(claims)} released with their pods",
     )
+    left = _cdi_specs(kube, namespace, node, image, objs["before"], "cdi-unprepared") if specs else []
+    assert left == [], (
+        f"CDI spec of claim {objs['before']['metadata']['name']}, prepared before the plugin restart, "
+        f"left on {node} after NodeUnprepareResources: {left}"
+    )
     record_property(
         EVIDENCE,
         f"on {node}, after a plugin restart the running pod kept {seen['before']} (0 restarts) and "
-        f"a new pod got {seen['after']}; both unprepared after",
+        f"a new pod got {seen['after']}; both unprepared after" + (f" ({unchecked})" if unchecked else ""),
     )

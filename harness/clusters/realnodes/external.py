@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_driver.ownership import is_owned, labelled, refusal
+from harness.controlplane import mutantparts
 from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.core.drivers import ClassSpec, DriverSpec, driver_ref
 from harness.core.errors import HarnessError
@@ -33,6 +34,7 @@ class ExternalPlugin:
     version: str
     binary: Path
     settings: Mapping[str, Any] = field(default_factory=dict)
+    mutant: str = ""  # a planted-bug build of this release (mutants/), not the release itself
 
     @property
     def driver(self) -> str:
@@ -40,7 +42,7 @@ class ExternalPlugin:
 
     @property
     def label(self) -> str:
-        return f"{self.spec.name}@{self.version}"
+        return f"{self.spec.name}@{self.version}" + (f" mutant {self.mutant}" if self.mutant else "")
 
     def argv(self, node: str, kubeconfig: Path, gpus: int, root: Path | None = None) -> list[str]:
         fields = _fields(node, kubeconfig, gpus, root)
@@ -70,15 +72,19 @@ def _fields(node: str, kubeconfig: Path, gpus: int, root: Path | None) -> dict[s
     return {"node": node, "kubeconfig": str(kubeconfig), "gpus": str(gpus), "root": str(root or "")}
 
 
-def external_plugin(ref: str, settings: Mapping[str, Any] | None = None) -> ExternalPlugin:
-    """`example@v0.4.0` as built here; one line with the make target when it is not built,
-    or when the release lacks a setting the pool asks for."""
+def external_plugin(ref: str, settings: Mapping[str, Any] | None = None, mutant: str = "") -> ExternalPlugin:
+    """`example@v0.4.0` as built here, or its `mutant` (mutants/); one line with the make target
+    when it is not built, or when the release lacks a setting the pool asks for."""
     spec, version = driver_ref(ref)
     spec.argv(version, _fields("", Path(), 0, None), settings or {})  # refuses unknown
-    binary = driver_built(spec, version)
+    if mutant:
+        binary = mutantparts.mutant_built(spec, version, mutant)
+        missing = mutantparts.not_built_line(spec, version, mutant)
+    else:
+        binary, missing = driver_built(spec, version), not_built_line(spec, version)
     if binary is None:
-        raise HarnessError(not_built_line(spec, version))
-    return ExternalPlugin(spec, version, binary, dict(settings or {}))
+        raise HarnessError(missing)
+    return ExternalPlugin(spec, version, binary, dict(settings or {}), mutant)
 
 
 def check_driver_names(names: Sequence[tuple[str, str]]) -> None:

@@ -58,6 +58,7 @@ class RealPoolSpec:
     device_plugin: bool = False
     device_status: bool = False  # the fake driver's plugin writes the claims' status.devices
     driver: str = ""  # a real driver instead of the fake one: "example@v0.4.0"
+    mutant: str = ""  # with `driver`: its planted-bug build of that name (mutants/, make mutants)
     settings: Mapping[str, Any] = field(default_factory=dict)
     # MIG as a fleet pool's `mig` ({mode: static, layout: [...], gpus: [...]}): the fake
     # driver's, or on a real NVIDIA driver's fake root what its NVML stand-in serves.
@@ -115,7 +116,9 @@ class RealNodes:
     ):
         if sum(p.count for p in pools) > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
-        self.plugins = {p.name: external_plugin(p.driver, p.plugin_settings()) for p in pools if p.driver}
+        self.plugins = {
+            p.name: external_plugin(p.driver, p.plugin_settings(), p.mutant) for p in pools if p.driver
+        }
         check_driver_names(self.driver_names(pools))
         self.pools = list(pools)
         self.parts = dict(parts)
@@ -164,7 +167,7 @@ class RealNodes:
         if sum(p.count for p in self.pools) + pool.count > MAX_NODES:
             raise HarnessError(f"at most {MAX_NODES} real nodes per cluster")
         if pool.driver:
-            self.plugins[pool.name] = external_plugin(pool.driver, pool.plugin_settings())
+            self.plugins[pool.name] = external_plugin(pool.driver, pool.plugin_settings(), pool.mutant)
         check_driver_names(self.driver_names([*self.pools, pool]))
         self.pools.append(pool)
         try:
