@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.versions import REPO_ROOT
-from harness.qualify.capabilities import decide_all
+from harness.qualify.capabilities import CAPABILITIES, Capability, decide_all
 from harness.qualify.preflight import ClusterFacts
 from harness.qualify.report import Qualification
 from harness.reports.summary import SummaryError, read_summary
@@ -172,3 +172,47 @@ def test_a_summary_without_phases_reads_as_before(tmp_path: Path) -> None:
     path.write_text(json.dumps({"cell": CELL, "tests": [test]}))
     [record] = read_summary(path).tests
     assert (record.phases, "phases" in record.to_json()) == ({}, False)
+
+
+TEARDOWN_ONLY = """
+import pytest
+
+
+@pytest.fixture
+def leftover():
+    yield
+    raise AssertionError("claim c-1 still prepared on node-a after the test")
+
+
+def test_body_passes_then_teardown_finds_a_leftover(leftover):
+    pass
+
+
+def test_clean():
+    pass
+"""
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=[c.id for c in CAPABILITIES])
+def test_a_teardown_failure_in_a_test_of_each_capability_fails_that_capability(
+    pytester: pytest.Pytester, capability: Capability
+) -> None:
+    """Planted in a file the capability's own pattern covers, the teardown failure alone (the body
+    passed) turns that capability FAIL with the leftover as its first evidence."""
+    path = capability.tests[0].split("::")[0].replace("*", "test_planted.py")
+    pytester.makeconftest((REPO_ROOT / "conftest.py").read_text())
+    (pytester.path / path).parent.mkdir(parents=True, exist_ok=True)
+    (pytester.path / path).write_text(TEARDOWN_ONLY)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:pytest-kind", "-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+        f"--summary-json={pytester.path / 'summary.json'}", path, timeout=300,
+    )  # fmt: skip
+
+    result.assert_outcomes(passed=2, errors=1)
+    [mine] = [
+        c for c in decide_all(read_summary(pytester.path / "summary.json")) if c.capability is capability
+    ]
+    assert (mine.verdict, mine.evidence[0]) == (
+        Word.FAIL,
+        f"{path}::test_body_passes_then_teardown_finds_a_leftover: {LEFTOVER}",
+    )
