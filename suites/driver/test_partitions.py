@@ -233,11 +233,11 @@ def test_the_parent_waits_while_a_partition_is_allocated(
 
 
 def _counted(node: NodeFamilies, family: Family) -> bool:
-    """Its devices draw on counter sets of known capacity, and not all of them fit at once."""
+    """Its devices draw on counter sets, and not all of them fit at once (or a set is missing:
+    the test says so)."""
     known = {s for s, _ in node.capacity}
-    return (
-        bool(family.counter_sets) and set(family.counter_sets) <= known and overcommits(family, node.capacity)
-    )
+    sets = set(family.counter_sets)
+    return bool(sets) and (not sets <= known or overcommits(family, node.capacity))
 
 
 def test_partitions_fill_their_counter_set_and_the_next_claim_waits(
@@ -251,6 +251,8 @@ def test_partitions_fill_their_counter_set_and_the_next_claim_waits(
     need = f"{WHAT} drawing on a counter set their family needs more of than it holds"
     chosen = _choose(fleet, objects, namespace, driver, need, _counted)
     family, capacity = chosen.family, chosen.node.capacity
+    missing = sorted(set(family.counter_sets) - {s for s, _ in capacity})
+    assert missing == [], f"{family.names()[:3]} and others consume counter sets {chosen.node.node} lacks"
     by_name = {d["name"]: d for d in family.devices}
     held: list[str] = []
     waiting = ""
