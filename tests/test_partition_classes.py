@@ -11,6 +11,7 @@ import pytest
 from fake_driver.fleet import fleet_from_dict
 from fake_driver.slices import render_node
 from fixtures.requirements import fleet_lacks
+from harness.core.drivers import ContainerView
 from harness.kit.fleet_inventory import selects
 from harness.kit.kube import Obj
 from harness.kit.partitions import capacities, families, fits, over, overcommits, used_by
@@ -145,3 +146,11 @@ def test_a_selector_singles_out_a_family_its_parent_and_its_partitions(pool: Obj
 def test_no_selector_when_attributes_cannot_tell_devices_apart() -> None:
     twins = [_device("a", {"model": "x"}), _device("b", {"model": "x"})]
     assert exact_selector(twins, twins[:1], "d.example") is None
+
+
+def test_a_container_view_says_whether_it_can_name_a_partition() -> None:
+    nvidia = ContainerView(("sh",), r"^(?P<device>gpu-\d+)$")  # versions.toml [drivers.nvidia]
+    example = ContainerView(("env",), r"^GPU_DEVICE_\w+=(?P<device>gpu-[\w-]+)$")
+    assert (nvidia.can_name("gpu-0"), nvidia.can_name("gpu-0-mig-3g40gb-9-0")) == (True, False)
+    assert example.can_name("gpu-0-partition-1")
+    assert ContainerView(("x",), r"^(?P<device>[)(]+(a|b))$").can_name("()a")
