@@ -53,6 +53,36 @@ class ContainerView:
         rx = re.compile(self.pattern)
         return sorted(m["device"] for line in output.splitlines() if (m := rx.match(line.strip())))
 
+    def can_name(self, device: str) -> bool:
+        """Can the `device` group match this device name at all? (NVIDIA's view names
+        /dev/nvidia<N> as gpu-<N>: never a MIG device.) True when the group cannot be read."""
+        group = _group(self.pattern, "device")
+        return group is None or re.fullmatch(group, device) is not None
+
+
+def _group(pattern: str, name: str) -> str | None:
+    """The text of group `name` in `pattern` (escapes and character classes skipped)."""
+    start = pattern.find(f"(?P<{name}>")
+    if start < 0:
+        return None
+    i, depth, in_class = start + len(name) + 5, 1, False
+    body = i
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+            if depth == 0:
+                return pattern[body:i]
+        i += 1
+    return None
+
 
 def plugin_restart_argv(command: str) -> tuple[str, ...]:
     """`--plugin-restart-command`: a command that restarts the driver's kubelet plugin on node

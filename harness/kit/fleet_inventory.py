@@ -12,6 +12,7 @@ from harness.core.errors import HarnessError
 from harness.kit import kinds
 from harness.kit.cel import Outcome, evaluate
 from harness.kit.kube import Kube, Obj
+from harness.kit.partitions import Family, Usage, capacities, families
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,39 @@ def class_selectors(kube: Kube, device_class: str) -> list[str]:
 def selects(expressions: Iterable[str], driver: str, device: Obj) -> bool:
     """All expressions MATCH (an expression this evaluator cannot judge counts as no)."""
     return all(evaluate(e, driver, device).outcome is Outcome.MATCH for e in expressions)
+
+
+@dataclass(frozen=True)
+class NodeFamilies:
+    """A node's partition families (harness.kit.partitions) and what they were read from."""
+
+    node: str
+    labels: Mapping[str, str]
+    devices: tuple[Obj, ...]
+    capacity: Usage
+    families: tuple[Family, ...]
+
+
+def partitioned(kube: Kube, driver: str) -> list[NodeFamilies]:
+    """Per node with a label set, the driver's partition families; nodes without any left out."""
+    devices: dict[str, list[Obj]] = {}
+    sets: dict[str, list[Obj]] = {}
+    for s in kube.list(*kinds.RESOURCE_SLICE):
+        node = s["spec"].get("nodeName")
+        if s["spec"]["driver"] == driver and node:
+            devices.setdefault(node, []).extend(s["spec"].get("devices") or [])
+            sets.setdefault(node, []).extend(s["spec"].get("sharedCounters") or [])
+    labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in kube.list(*kinds.NODE)}
+    out = []
+    for node in sorted(set(devices) & set(labels)):
+        found = families(devices[node], sets.get(node, ()))
+        if found:
+            out.append(
+                NodeFamilies(
+                    node, labels[node], tuple(devices[node]), capacities(sets.get(node, ())), tuple(found)
+                )
+            )
+    return out
 
 
 def inventory(kube: Kube, driver: str, device_class: str) -> Inventory:

@@ -69,6 +69,8 @@ CAPABILITIES: tuple[Capability, ...] = (
             "suites/mig/test_static_mig.py::*",
             "suites/mig/test_dynamic_mig.py::*",
             "suites/driver/test_published_devices.py::test_a_partition*",
+            # a parent and its partitions exclude each other; counters fill; the container's view
+            "suites/driver/test_partitions.py::*",
         ),
         # one alone (test_a_partition_device_...) passed on a fleet with no MIG at all (issue 50)
         minimum=2,

@@ -1,12 +1,16 @@
 """What the tests of an installed driver choose from its slices: a node, a device with a
-unique attribute value, the devices its class does not select (partitions)."""
+unique attribute value, a selector for exactly some of a node's devices (a partition family)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
 
-from harness.kit.fleet_inventory import NodeDevices
+from harness.kit.fleet_inventory import NodeDevices, selects
 from harness.kit.kube import Obj
+
+# What a fleet lacks when it has no partition (harness.kit.partitions says what one is).
+WHAT = "partitions (devices consuming shared counters, or MIG devices with a parentUUID)"
 
 
 def attribute_ref(driver: str, name: str) -> str:
@@ -35,18 +39,58 @@ def unique_attribute(node: NodeDevices, among: Iterable[Obj] = ()) -> tuple[Obj,
     return None
 
 
-def partition_selector(node: NodeDevices, driver: str) -> tuple[list[Obj], str] | None:
-    """The devices the class does not select (MIG devices, partitions), and a selector that
-    matches some of them and nothing the class selects: a string attribute value none of the
-    class's devices has."""
-    matched = {d["name"] for d in node.matching}
-    parts = [d for d in node.devices if d["name"] not in matched]
-    taken = {(k, v) for d in node.matching for k, v in strings(d).items()}
-    for name, value in sorted({kv for d in parts for kv in strings(d).items()} - taken):
-        chosen = [d for d in parts if strings(d).get(name) == value]
-        return chosen, equals(driver, name, value)
+def _literal(value: Obj) -> str | None:
+    """A CEL literal for a string, int or bool attribute value (others: None)."""
+    for kind in ("string", "int", "bool"):
+        if kind in value:
+            return json.dumps(value[kind])
     return None
 
 
-def with_partitions(nodes: Iterable[NodeDevices]) -> list[NodeDevices]:
-    return [n for n in nodes if len(n.devices) > len(n.matching)]
+def _terms(driver: str, device: Obj) -> dict[str, str]:
+    """attribute -> 'has(ref) && ref == literal' (false, not an error, where it is absent)."""
+    out = {}
+    for name, value in (device.get("attributes") or {}).items():
+        lit = _literal(value)
+        if lit is not None:
+            ref = attribute_ref(driver, name)
+            out[f"{name}={lit}"] = f"has({ref}) && {ref} == {lit}"
+    return out
+
+
+def exact_selector(devices: Sequence[Obj], chosen: Sequence[Obj], driver: str) -> str | None:
+    """A CEL selector matching every device of `chosen` and no other of `devices` (one node's),
+    built from the attribute values `chosen` share and the attributes they lack, the terms that
+    rule out most first; checked with the offline evaluator. None when attributes cannot tell."""
+    names = {d["name"] for d in chosen}
+    others = [d for d in devices if d["name"] not in names]
+    shared = set.intersection(*(set(_terms(driver, d).items()) for d in chosen)) if chosen else set()
+    lacked = {n for d in others for n in d.get("attributes") or {}} - {
+        n for d in chosen for n in d.get("attributes") or {}
+    }
+    # (expression, does a device pass it)
+    candidates = [(expr, _has_term(driver, key)) for key, expr in sorted(shared)]
+    candidates += [(f"!has({attribute_ref(driver, n)})", _lacks(n)) for n in sorted(lacked)]
+    terms: list[str] = []
+    left = others
+    while left and candidates:
+        expr, passes = max(candidates, key=lambda c: sum(not c[1](d) for d in left))
+        if all(passes(d) for d in left):
+            break
+        candidates.remove((expr, passes))
+        terms.append(f"({expr})")
+        left = [d for d in left if passes(d)]
+    if left:
+        return None
+    selector = " && ".join(terms) or "true"
+    if all(selects([selector], driver, d) == (d["name"] in names) for d in devices):
+        return selector
+    return None
+
+
+def _has_term(driver: str, key: str) -> Callable[[Obj], bool]:
+    return lambda d: key in _terms(driver, d)
+
+
+def _lacks(name: str) -> Callable[[Obj], bool]:
+    return lambda d: name not in (d.get("attributes") or {})

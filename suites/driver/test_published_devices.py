@@ -1,7 +1,8 @@
 """An installed driver's devices, as it publishes them (--driver external): CEL selectors on
-its own attributes, a prioritized list that falls back, and its partitions (devices its GPU
-class does not select, such as MIG devices). Everything is derived from its slices; the
-fake driver's fleets are covered by suites/mig."""
+its own attributes, a prioritized list that falls back, and its partitions (what DRA says makes
+one: a device consuming shared counters, or a MIG device with a parentUUID; harness.kit.partitions,
+never what its GPU class leaves out). Everything is derived from its slices; the fake driver's
+fleets are covered by suites/mig, and parent/partition exclusion by suites/driver/test_partitions.py."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.requirements import fleet_lacks, provider_unmet, skip
 from harness.kit import builders as b
 from harness.kit.drastate import allocation
-from harness.kit.fleet_inventory import Inventory
+from harness.kit.fleet_inventory import Inventory, partitioned
 from harness.kit.kube import Kube
 from harness.kit.objects import Created
 from harness.kit.pods import create_claim_pod, wait_phase
-from suites.driver.published import equals, partition_selector, unique_attribute, with_partitions
+from suites.driver.published import WHAT, equals, exact_selector, unique_attribute
 
 
 @pytest.fixture(autouse=True)
@@ -68,27 +69,21 @@ def test_prioritized_list_falls_back_when_the_first_choice_cannot_be_met(
 
 
 def test_a_partition_device_is_allocated_on_its_node(
-    kube: Kube,
-    namespace: str,
-    driver: DriverUnderTest,
-    objects: Created,
-    external_inventory: Callable[[], Inventory],
+    kube: Kube, namespace: str, driver: DriverUnderTest, objects: Created
 ) -> None:
-    inv = external_inventory()
-    nodes = with_partitions(inv.nodes)
-    found = [(n, partition_selector(n, driver.driver)) for n in nodes]
-    usable = [(n, f) for n, f in found if f is not None and "kubernetes.io/hostname" in n.labels]
+    found = [
+        (n, f.partitions, exact_selector(n.devices, f.partitions, driver.driver))
+        for n in partitioned(kube, driver.driver)
+        if "kubernetes.io/hostname" in n.labels
+        for f in n.families
+    ]
+    usable = [(n, parts, sel) for n, parts, sel in found if sel is not None]
     if not usable:
-        skip(
-            fleet_lacks(
-                driver.device_class,
-                "MIG devices (devices of the driver the class does not select)",
-                inv.summary(),
-            )
-        )
-    node, (parts, selector) = usable[0]
+        has = f"{len(found)} partition families, none a selector singles out" if found else "none"
+        skip(fleet_lacks(driver.device_class, WHAT, has))
+    node, parts, selector = usable[0]
     cls = f"{namespace}-part"
-    objects.create(b.device_class(cls, selectors=[f'device.driver == "{driver.driver}"', selector]))
+    objects.create(b.device_class(cls, selectors=[f'device.driver == "{driver.driver}"', str(selector)]))
     host = {"kubernetes.io/hostname": node.labels["kubernetes.io/hostname"]}
     create_claim_pod(kube, namespace, "part", [b.exact_request("part", cls)], host)
     wait_phase(kube, namespace, "part", "Running")

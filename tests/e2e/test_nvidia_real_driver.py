@@ -217,6 +217,19 @@ def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Pat
     # The split A100s' MIG devices are what partitions ran on (the fleet's own tests skip).
     [partitions] = [c for c in report["capabilities"] if c["id"] == "partitions"]
     assert "passed: test_a_partition_device_is_allocated_on_its_node" in partitions["evidence"]
+    # v0.4.1 hides a MIG-enabled GPU and publishes no counters: nothing to exclude or fill, said so;
+    # its container view (/dev/nvidia<N>) cannot name a MIG device.
+    assert partitions["headline"].startswith("PASS, 1 of 9 ran; 8 skipped: "), partitions["headline"]
+    skipped = {e.split(":", 1)[0].removeprefix("skipped "): e for e in partitions["evidence"]}
+    for check in (
+        "test_a_partition_waits_while_its_parent_is_allocated",
+        "test_partitions_fill_their_counter_set",
+    ):
+        [line] = [e for name, e in skipped.items() if name.startswith(check)]
+        assert "a100-0: parentUUID GPU-" in line, line
+        assert "(4 partitions, parent not published)" in line, line
+    [view] = [e for name, e in skipped.items() if name.startswith("test_a_partition_claims_container")]
+    assert view.endswith("--container-device-pattern '^(?P<device>gpu-\\\\d+)$' cannot"), view
 
 
 def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_root(
