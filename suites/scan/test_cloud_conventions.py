@@ -35,6 +35,15 @@ pytestmark = [
 ]
 
 
+def _scan_alone(
+    kube: Kube, namespace: str, make_kubeconfig: MakeKubeconfig, out: Path
+) -> tuple[int, str, dict[str, object]]:
+    """The scan as a ServiceAccount bound to exactly its ClusterRole, once the other tests are gone."""
+    kubeconfig = make_kubeconfig(read=True)
+    other_tests_gone(kube, namespace)
+    return run_scan(kubeconfig, out)
+
+
 def _findings(report: dict[str, object], node: str) -> list[tuple[str, str, str]]:
     return [
         (f["severity"], f["check"], f["message"])
@@ -52,10 +61,8 @@ def test_a_gke_cluster_time_sharing_and_mig_pools_are_blocking_and_told_gkes_dra
 ) -> None:
     shared = cloud_pool(GKE_TIME_SHARING)
     mig = cloud_pool(GKE_MIG)
-    kubeconfig = service_account_kubeconfig(read=True)
-    other_tests_gone(kube, namespace)
 
-    code, output, report = run_scan(kubeconfig, tmp_path / "scan.json")
+    code, output, report = _scan_alone(kube, namespace, service_account_kubeconfig, tmp_path / "scan.json")
 
     assert code == 3, output
     assert _findings(report, shared) == [
@@ -132,10 +139,8 @@ def test_an_aks_mig_pool_under_the_single_strategy_is_blocking_with_the_profile_
     tmp_path: Path,
 ) -> None:
     node = cloud_pool(AKS_MIG_SINGLE)
-    kubeconfig = service_account_kubeconfig(read=True)
-    other_tests_gone(kube, namespace)
 
-    code, output, report = run_scan(kubeconfig, tmp_path / "scan.json")
+    code, output, report = _scan_alone(kube, namespace, service_account_kubeconfig, tmp_path / "scan.json")
 
     assert code == 3, output
     assert _findings(report, node) == [
@@ -161,10 +166,8 @@ def test_an_openshift_gpu_operator_pool_sharing_by_mps_is_a_warning_while_its_po
     tmp_path: Path,
 ) -> None:
     node = cloud_pool(OPENSHIFT_MPS)
-    kubeconfig = service_account_kubeconfig(read=True)
-    other_tests_gone(kube, namespace)
 
-    code, output, report = run_scan(kubeconfig, tmp_path / "scan.json")
+    code, output, report = _scan_alone(kube, namespace, service_account_kubeconfig, tmp_path / "scan.json")
 
     assert code == 2, output
     assert _findings(report, node) == [
