@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from fake_driver import apilimits
 from fake_driver.apilimits import Minor
+from fake_driver.apirules import slice_violations
 from fake_driver.devicemodel import DeviceRecord, GpuDevices, Obj, PhysicalGpu, physical_gpus
 from fake_driver.errors import UnsupportedError
 from fake_driver.example_devices import example_gpu
@@ -132,6 +133,7 @@ def render_node(
     bodies = _layout(per_gpu, minor, one_devices_slice=pool.personality.counters_then_devices_slice)
     _check_device_sizes(bodies)
     slices = _envelopes(node, bodies, generation, node_uid, stale=faults.stale_generation)
+    _check_rules(slices, minor)
     records = tuple(r for g in per_gpu for r in g.records)
     return RenderedPool(node.name, pool.personality.driver, tuple(slices), records, gpus)
 
@@ -170,6 +172,14 @@ def _layout(per_gpu: Sequence[GpuDevices], minor: Minor, *, one_devices_slice: b
         bodies.append(([g.counter_set] if g.counter_set else None, g.devices))
     _check_134_counter_limits(bodies)
     return bodies
+
+
+def _check_rules(slices: Sequence[Obj], minor: Minor) -> None:
+    """What the server of `minor`, or a driver on its slice-publishing helper, rejects
+    (fake_driver.apirules): never published, one line instead."""
+    for s in slices:
+        for v in slice_violations(s["spec"], minor)[:1]:
+            raise UnsupportedError(f"Kubernetes {apilimits.format_minor(minor)} rejects {v.line()}")
 
 
 def _check_device_sizes(bodies: Sequence[Body]) -> None:
