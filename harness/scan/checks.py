@@ -216,6 +216,8 @@ TARGET_CHECKS = (
     "api-removal",
     "gate-removed",
     "gate-locked",
+    "gate-flag",
+    "rejected-shape",
     "renamed-metrics",
     "kubelet-too-old",
     "kubelet-bridge",

@@ -378,10 +378,14 @@ def scan(
         state = read_state(kube)
         extra = []
         if target:
-            from harness.core.versions import load_matrix
+            from harness.core.versions import load_matrix, minor_number
+            from harness.scan.shapes import target_shape_findings
             from harness.scan.target import target_findings
 
-            extra = target_findings(kube, load_matrix(), state.version, state.gates, state.nodes, target)
+            matrix = load_matrix()
+            extra = target_findings(kube, matrix, state.version, state.gates, state.nodes, target)
+            if minor_number(target) > state.version:  # an upgrade: the shapes and flags it refuses
+                extra += target_shape_findings(state, matrix, target)
     finally:
         kube.close()
     return evaluate(state, resource, pool_label, gpu_drivers, target, include, extra)
