@@ -13,7 +13,13 @@ from harness.core.upgrade_facts import GATE_REMOVALS
 from harness.kit.checks.detectors import Severity
 from harness.kit.checks.migration import Workload
 from harness.scan.checks import TARGET_CHECKS, Status, check_results
-from harness.scan.shapes import feature_gate_flags, gate_flag_findings, shape_findings
+from harness.scan.shapes import (
+    client_findings,
+    deprecated_requests,
+    feature_gate_flags,
+    gate_flag_findings,
+    shape_findings,
+)
 from harness.scan.state import ClusterState
 
 DRIVER = "gpu.example.com"
@@ -174,3 +180,49 @@ def test_both_checks_are_target_checks_and_pass_when_nothing_is_found() -> None:
         Status.PASS,
         "nothing found for the step to 1.38",
     )
+
+
+_G = "apiserver_requested_deprecated_apis"
+METRICS = "\n".join(
+    [
+        f"# TYPE {_G} gauge",
+        f'{_G}{{group="resource.k8s.io",removed_release="1.38",resource="resourceslices",subresource="",'
+        'version="v1beta1"} 1',
+        f'{_G}{{group="resource.k8s.io",removed_release="1.39",resource="deviceclasses",subresource="",'
+        'version="v1beta2"} 1',
+        f'{_G}{{group="flowcontrol.apiserver.k8s.io",removed_release="1.29",resource="flowschemas",'
+        'subresource="status",version="v1beta2"} 1',
+        'apiserver_request_total{code="200",group="",resource="pods",verb="LIST",version="v1"} 4',
+    ]
+)
+
+
+def test_clients_of_deprecated_versions_from_the_api_servers_gauge() -> None:
+    requests = deprecated_requests(METRICS)
+    assert [r["version"] + "/" + r["resource"] for r in requests] == [
+        "v1beta1/resourceslices",
+        "v1beta2/deviceclasses",
+        "v1beta2/flowschemas",
+    ]
+
+    found = client_findings(requests, "1.37", "1.38")
+
+    source = f"{_G}, k8s.io/apiserver pkg/endpoints/metrics/metrics.go:64-72,589 @v0.37.2"
+    assert [(f.check, f.severity, f.subject, f.message) for f in found] == [
+        (
+            "api-client",
+            Severity.BLOCKING,
+            "resource.k8s.io/v1beta1/resourceslices",
+            "a client requested resource.k8s.io/v1beta1 resourceslices since the API server started; "
+            f"1.38 no longer serves it ({source})",
+        ),
+        (
+            "api-client",
+            Severity.WARNING,
+            "resource.k8s.io/v1beta2/deviceclasses",
+            "a client requested resource.k8s.io/v1beta2 deviceclasses since the API server started; "
+            f"1.39 no longer serves it ({source})",
+        ),
+    ]
+    assert client_findings(requests, "1.38", "1.39")[0].severity == Severity.BLOCKING
+    assert len(client_findings(requests, "1.38", "1.39")) == 1

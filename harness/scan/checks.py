@@ -214,6 +214,7 @@ TARGET_CHECKS = (
     "stored-api-version",
     "upgrade-path",
     "api-removal",
+    "api-client",
     "gate-removed",
     "gate-locked",
     "gate-flag",

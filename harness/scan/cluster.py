@@ -60,6 +60,7 @@ from harness.scan.checks import (
     summary_for,
 )
 from harness.scan.exits import EXIT_BLOCKING, EXIT_READY, EXIT_WARNINGS
+from harness.scan.shapes import deprecated_requests, target_shape_findings
 from harness.scan.state import ClusterState
 from harness.scan.taints import rule_findings, slice_taint_findings
 from harness.scan.workloads import WORKLOAD_KINDS, workloads_of
@@ -152,8 +153,10 @@ def _read_state(kube: Kube) -> ClusterState:
 
     status, metrics = kube.raw_get("/metrics")
     gates: dict[str, bool] = {}
+    deprecated: list[dict[str, str]] = []
     if status == 200:
         gates = parse_feature_metrics(metrics)
+        deprecated = deprecated_requests(metrics)
     nodes, pods, daemonsets = listed("v1", "Node"), listed("v1", "Pod"), listed("apps/v1", "DaemonSet")
     unread: list[str] = []
     workloads = [
@@ -176,6 +179,7 @@ def _read_state(kube: Kube) -> ClusterState:
         # The version the minor serves DeviceTaintRule in (harness.core.expectations); not served: [].
         taint_rules=listed(device_taint_rule_api((major, minor)), "DeviceTaintRule"),
         workloads=workloads,
+        deprecated_requests=deprecated,
         unread=unread,
     )
 
@@ -379,7 +383,6 @@ def scan(
         extra = []
         if target:
             from harness.core.versions import load_matrix, minor_number
-            from harness.scan.shapes import target_shape_findings
             from harness.scan.target import target_findings
 
             matrix = load_matrix()

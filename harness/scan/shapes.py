@@ -12,10 +12,13 @@
   containers pass --feature-gates naming a gate the target removed, or setting one the target
   locks to another value. Either makes the component exit at start
   (k8s.io/component-base featuregate/feature_gate.go:421 and :426 @v0.38.0-beta.0).
+- `api-client`: deprecated API versions clients requested (the API server's
+  apiserver_requested_deprecated_apis gauge), blocking where the target no longer serves them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from fake_driver.apirules import Violation, claim_violations, slice_violations
@@ -186,4 +189,42 @@ def target_shape_findings(state: ClusterState, matrix: Matrix, target: str) -> l
     return [
         *shape_findings(state.slices, state.templates, state.claims, current, target),
         *gate_flag_findings(state.pods, state.workloads, current, target, table),
+        *client_findings(state.deprecated_requests, current, target),
     ]
+
+
+DEPRECATED_METRIC = "apiserver_requested_deprecated_apis"
+DEPRECATED_SOURCE = "k8s.io/apiserver pkg/endpoints/metrics/metrics.go:64-72,589 @v0.37.2"
+_METRIC_LINE = re.compile(rf"^{DEPRECATED_METRIC}\{{([^}}]*)\}}\s+1(?:\.0)?\s*$", re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def deprecated_requests(metrics: str) -> list[dict[str, str]]:
+    """The labels of every deprecated API version some client requested since the API server
+    started (its STABLE gauge; a client that only reads leaves no managedFields behind)."""
+    return [dict(_LABEL.findall(m)) for m in _METRIC_LINE.findall(metrics)]
+
+
+def client_findings(requests: Iterable[Mapping[str, str]], current: str, target: str) -> list[Finding]:
+    """`api-client`: requests to a version the way to `target` removes (blocking), or that a
+    release after it removes (a warning: the next step)."""
+    findings = []
+    for r in requests:
+        removed = r.get("removed_release", "")
+        if not re.fullmatch(r"\d+\.\d+", removed) or minor_number(removed) <= minor_number(current):
+            continue
+        gv = f"{r.get('group')}/{r.get('version')}" if r.get("group") else str(r.get("version"))
+        resource = r.get("resource", "") + (f"/{r['subresource']}" if r.get("subresource") else "")
+        blocking = minor_number(removed) <= minor_number(target)
+        findings.append(
+            Finding(
+                "api-client",
+                Severity.BLOCKING if blocking else Severity.WARNING,
+                f"{gv}/{resource}",
+                f"a client requested {gv} {resource} since the API server started; {removed} no longer "
+                f"serves it ({DEPRECATED_METRIC}, {DEPRECATED_SOURCE})",
+                f"find the client by user agent in the audit log and move it to {r.get('group')}/v1 "
+                f"before {removed}",
+            )
+        )
+    return findings

@@ -25,4 +25,6 @@ class ClusterState:
     quotas: list[Obj]
     taint_rules: list[Obj] = field(default_factory=list)  # DeviceTaintRules, where served
     workloads: list[Workload] = field(default_factory=list)  # controllers' pod templates
+    # apiserver_requested_deprecated_apis' labels (harness.scan.shapes.deprecated_requests)
+    deprecated_requests: list[dict[str, str]] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)  # "list on jobs (batch)": what the user may not read

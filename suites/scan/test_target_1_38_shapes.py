@@ -12,13 +12,16 @@ import pytest
 
 from fake_driver.apirules import DRIVER_PREFIX, NODE_SELECTOR_TERMS, SLASHES, VERSION_DIGITS
 from fixtures.planted import DRIVER, planted_component, planted_slices, planted_template
-from fixtures.requirements import provider_unmet, skip
+from fixtures.requirements import api_unserved, provider_unmet, skip
 from fixtures.scan import run_scan
 from harness.clusters.base import Cell, Cluster
+from harness.clusters.local.upgrade import served_kinds
 from harness.controlplane.build import binary_path
 from harness.core.upgrade_facts import GATE_REMOVALS
 from harness.core.versions import load_matrix, minor_number
+from harness.kit.kube import Kube
 from harness.kit.objects import Created
+from harness.scan.shapes import DEPRECATED_METRIC, DEPRECATED_SOURCE
 
 pytestmark = [
     pytest.mark.feature_gate("DRAPartitionableDevices"),  # else the per-device nodeSelector is dropped
@@ -118,3 +121,32 @@ def test_the_1_38_target_scan_finds_every_planted_shape_and_component_flag(
     # The CLI prints each on its own line.
     for severity, check, subject, message in found:
         assert f"{severity:<8} {check:<26} {subject}: {message}" in output.splitlines()
+
+
+def test_the_1_38_target_scan_finds_a_client_of_resource_v1beta1(
+    cluster: Cluster, cell: Cell, kube: Kube, tmp_path: Path
+) -> None:
+    """A client that only reads v1beta1 leaves no managedFields; the API server's gauge of
+    requested deprecated APIs still names the version and resource."""
+    if minor_number(cell.minor) >= minor_number(TARGET):
+        skip(provider_unmet(f"the cluster runs {cell.minor}: scan --target {TARGET} needs an older minor"))
+    if "resourceslices" not in served_kinds(kube, "resource.k8s.io/v1beta1"):
+        skip(api_unserved(cell, "resource.k8s.io/v1beta1"))
+    status, _ = kube.raw_get("/apis/resource.k8s.io/v1beta1/resourceslices?limit=1")
+    assert status == 200
+
+    code, output, report = run_scan(cluster.kubeconfig, tmp_path / "scan.json", "--target", TARGET)
+
+    found = [
+        (f["severity"], f["message"])
+        for f in report["findings"]  # type: ignore[attr-defined]
+        if (f["check"], f["subject"]) == ("api-client", "resource.k8s.io/v1beta1/resourceslices")
+    ]
+    assert code == 3, output
+    assert found == [
+        (
+            "BLOCKING",
+            "a client requested resource.k8s.io/v1beta1 resourceslices since the API server started; "
+            f"{TARGET} no longer serves it ({DEPRECATED_METRIC}, {DEPRECATED_SOURCE})",
+        )
+    ]
