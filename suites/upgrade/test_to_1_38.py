@@ -29,6 +29,7 @@ from harness.kit.kube import Obj
 from harness.kit.nodepods import container_env, device_env, env_pod
 from harness.scan.checks import TARGET_CHECKS as SCAN_TARGET_CHECKS
 from harness.scan.cluster import scan
+from harness.scan.shapes import DEPRECATED_METRIC, DEPRECATED_SOURCE
 from harness.upgrade.rehearsal import StepResult, Workloads, create_workloads, step, wait_running
 
 pytestmark = [pytest.mark.every_minor]
@@ -182,8 +183,18 @@ def test_the_1_38_target_scan_of_a_1_37_cluster_finds_v1beta1_writers_gates_and_
             f"({r.source})",
         )
 
+    def client(r: ApiRemoval, severity: Severity) -> tuple[str, Severity, str, str]:
+        return (
+            "api-client",
+            severity,
+            f"{r.group_version}/deviceclasses",
+            f"a client requested {r.group_version} deviceclasses since the API server started; {r.removed} "
+            f"no longer serves it ({DEPRECATED_METRIC}, {DEPRECATED_SOURCE})",
+        )
+
     # Blocking first, then warnings (harness.scan.cluster sorts them).
     assert [f for f in found if f[1] != Severity.INFO] == [
+        client(V1BETA1, Severity.BLOCKING),  # the writes above are requests too
         removal(V1BETA1, Severity.BLOCKING),  # 1.38 does not serve it
         ("gate-locked", Severity.BLOCKING, f"gate/{LOCKED_OFF}", f"runs false; {AFTER} locks it to true"),
         (
@@ -192,6 +203,7 @@ def test_the_1_38_target_scan_of_a_1_37_cluster_finds_v1beta1_writers_gates_and_
             "node/k134-0",
             f"kubelet {matrix.minor('1.34').kubernetes} would be more than 3 minors older than {AFTER}",
         ),
+        client(V1BETA2, Severity.WARNING),
         removal(V1BETA2, Severity.WARNING),  # deprecated, served until 1.39
         ("gate-removed", Severity.WARNING, f"gate/{REMOVED_ON}", f"runs true; {AFTER} has no such gate"),
         (
