@@ -72,7 +72,7 @@ SERVER_RULES = tuple(r for r in RULES if r.enforced_by == "kube-apiserver")
 @dataclass(frozen=True)
 class Violation:
     rule: Rule
-    field: str  # API path, e.g. spec.devices[0].attributes[a/b/c]
+    field: str  # the API server's path: spec.devices[0].attributes for a bad name in that map
     value: str
 
     @property
@@ -80,7 +80,7 @@ class Violation:
         return self.rule.message.format(id=self.value.split("/", 1)[-1])
 
     def line(self) -> str:
-        return f"{self.field}: {self.message} ({self.rule.enforced_by}, {self.rule.source})"
+        return f"{self.field} {self.value!r}: {self.message} ({self.rule.enforced_by}, {self.rule.source})"
 
 
 def _numbers_too_long(version: str) -> bool:
@@ -106,10 +106,11 @@ def slice_violations(spec: Obj, minor: Minor, *, helper: bool = True) -> list[Vi
         at = f"spec.devices[{i}]"
         for kind in ("attributes", "capacity"):
             for name in _names(d.get(kind)):
+                # A map key's error names the map, as the API server's do (validateMap).
                 if name.count("/") > 1:
-                    out.append(Violation(SLASHES, f"{at}.{kind}[{name}]", name))
+                    out.append(Violation(SLASHES, f"{at}.{kind}", name))
                 elif helper and name.split("/", 1)[0] == driver and "/" in name:
-                    out.append(Violation(DRIVER_PREFIX, f"{at}.{kind}[{name}]", name))
+                    out.append(Violation(DRIVER_PREFIX, f"{at}.{kind}", name))
         for name in _names(d.get("attributes")):
             v = (d["attributes"][name] or {}).get("version")
             if isinstance(v, str) and _numbers_too_long(v):
@@ -144,5 +145,5 @@ def claim_violations(spec: Obj, minor: Minor, where: str = "spec") -> list[Viola
         for path, sub in subs:
             for name in _capacity_names(sub):
                 if name.count("/") > 1:
-                    out.append(Violation(SLASHES, f"{path}.capacity.requests[{name}]", name))
+                    out.append(Violation(SLASHES, f"{path}.capacity.requests", name))
     return [v for v in out if v.rule.since <= minor]

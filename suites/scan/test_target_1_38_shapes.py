@@ -30,10 +30,10 @@ pytestmark = [
 
 TARGET = "1.38"
 FIELD_OF = {
-    SLASHES.id: ("spec.devices[0].attributes[a.example.com/b/c]", "'a.example.com/b/c'"),
+    SLASHES.id: ("spec.devices[0].attributes", "'a.example.com/b/c'"),
     NODE_SELECTOR_TERMS.id: ("spec.devices[0].nodeSelector.nodeSelectorTerms", "'2'"),
     VERSION_DIGITS.id: ("spec.devices[0].attributes[fw].version", "'1234567890123456789.0.0'"),
-    DRIVER_PREFIX.id: (f"spec.devices[0].capacity[{DRIVER}/memory]", f"'{DRIVER}/memory'"),
+    DRIVER_PREFIX.id: ("spec.devices[0].capacity", f"'{DRIVER}/memory'"),
 }
 RULES = {r.id: r for r in (SLASHES, NODE_SELECTOR_TERMS, VERSION_DIGITS, DRIVER_PREFIX)}
 

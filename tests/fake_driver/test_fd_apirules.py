@@ -44,7 +44,7 @@ PLANTED = {
     DRIVER_PREFIX.id: _slice(capacity={f"{DRIVER}/memory": {"value": "1Gi"}}),
 }
 EXPECTED = {
-    SLASHES.id: ("spec.devices[0].attributes[a.example.com/b/c]", "must not contain more than one slash"),
+    SLASHES.id: ("spec.devices[0].attributes", "must not contain more than one slash"),
     NODE_SELECTOR_TERMS.id: (
         "spec.devices[0].nodeSelector.nodeSelectorTerms",
         "must have exactly one node selector term",
@@ -54,7 +54,7 @@ EXPECTED = {
         "must be a string compatible with semver.org spec 2.0.0, with at most 18 digits in numbers",
     ),
     DRIVER_PREFIX.id: (
-        f"spec.devices[0].capacity[{DRIVER}/memory]",
+        "spec.devices[0].capacity",
         'use unqualified "memory", the driver name is added implicitly',
     ),
 }
@@ -97,7 +97,7 @@ def test_claim_names_with_two_slashes_in_constraints_and_capacity_requests() -> 
 
     assert found == [
         (SLASHES.id, "spec.spec.devices.constraints[0].matchAttribute", "d.example.com/e/f"),
-        (SLASHES.id, "spec.spec.devices.requests[0].exactly.capacity.requests[x/y/z]", "x/y/z"),
+        (SLASHES.id, "spec.spec.devices.requests[0].exactly.capacity.requests", "x/y/z"),
     ]
     assert claim_violations(spec, V137) == []
 
@@ -167,6 +167,6 @@ def test_a_planted_violation_makes_the_render_refuse_in_one_line(monkeypatch: py
         render_node(node, V138)
 
     assert str(err.value) == (
-        f"Kubernetes 1.38 rejects spec.devices[0].attributes[{DRIVER}/model]: use unqualified "
+        f"Kubernetes 1.38 rejects spec.devices[0].attributes '{DRIVER}/model': use unqualified "
         f'"model", the driver name is added implicitly (resourceslice helper, {DRIVER_PREFIX.source})'
     )
