@@ -199,13 +199,29 @@ def test_a_lost_gpu_taints_every_device_of_the_node(nvidia_health: HealthCluster
     assert h.wait_taints(want, "gpu-lost on every device of the node") == want
 
 
-def test_an_unmonitored_gpu_is_tainted_when_the_plugin_starts(nvidia_health: HealthCluster) -> None:
+def test_an_unmonitored_gpu_is_tainted_from_the_plugins_first_event_after_its_start(
+    nvidia_health: HealthCluster,
+) -> None:
+    """The plugin registers events at its start only (registerEventsForDevices), and queues the
+    unmonitored taint then; its start's own publish (driver.go publishResources, GetDevice()
+    without taints) can overwrite the slice the taint went into, so the taint shows for sure
+    once a later event republishes the devices with their taints (deviceHealthEvents)."""
     h = nvidia_health
+    h.inject("gpu-lost", "gpu-3")  # every device tainted: the restarted plugin's publish clears it
+    _wait_device(h, "gpu-0", _taint("gpu-lost"))
     h.inject("unmonitored", "gpu-2")
-    h.restart_plugin()  # events are registered at the plugin's start only
-    want: dict[str, list[Taint]] = {f"gpu-{i}": [] for i in range(4)} | {"gpu-2": [_taint("unmonitored")]}
-    assert h.wait_taints(want, "unmonitored on gpu-2 only") == want
+    h.restart_plugin()
+    lost = _taint("gpu-lost")
+    wait_for(
+        h.taints,
+        lambda got: all(lost not in t for t in got.values()),
+        timeout=TIMEOUTS.api_object,
+        describe="the restarted plugin's first publish (no gpu-lost left)",
+    )
+    h.inject("xid", "gpu-0", FATAL)
+    clean: dict[str, list[Taint]] = {f"gpu-{i}": [] for i in range(4)}
+    want = clean | {"gpu-0": [_taint("xid", FATAL)], "gpu-2": [_taint("unmonitored")]}
+    assert h.wait_taints(want, "unmonitored on gpu-2, Xid on gpu-0") == want
     h.inject("recovered", "gpu-2")
     h.restart_plugin()
-    clean: dict[str, list[Taint]] = {f"gpu-{i}": [] for i in range(4)}
     assert h.wait_taints(clean, "no taint after gpu-2 recovered and a restart") == clean
