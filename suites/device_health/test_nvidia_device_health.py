@@ -122,9 +122,9 @@ def test_a_no_execute_rule_over_the_xid_key_evicts_a_claim_pod_and_a_bridged_pod
     h, ns = nvidia_health, health_namespace
     version = h.cluster.minor.number
     _claim_pod(h, ns, "claim", _uuid_request(h, "gpu-3"))
+    wait_phase(h.kube, ns, "claim", "Running")  # before the bridged pod, which takes any device
     h.kube.create(env_pod("bridged", ns, h.image, h.node, limits={EXTENDED: "1"}))
-    for name in ("claim", "bridged"):
-        wait_phase(h.kube, ns, name, "Running")
+    wait_phase(h.kube, ns, "bridged", "Running")
     bridged = _device_of(h, ns, "bridged")
     # The plugin's own NoSchedule taint keeps running pods where they are.
     for device in (bridged, "gpu-3"):
