@@ -18,6 +18,7 @@ import pytest
 from fixtures.devicehealth import NV, HealthCluster, Taint
 from harness.clusters.realnodes import nvidiafaults as nf
 from harness.clusters.realnodes.nvidiaroot import nvml_calls
+from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.errors import HarnessError
 from harness.core.expectations import device_taint_rule_api, no_execute_evicts_bridged_pods
 from harness.kit import builders as b
@@ -225,3 +226,34 @@ def test_an_unmonitored_gpu_is_tainted_from_the_plugins_first_event_after_its_st
     h.inject("recovered", "gpu-2")
     h.restart_plugin()
     assert h.wait_taints(clean, "no taint after gpu-2 recovered and a restart") == clean
+
+
+def test_an_xid_on_a_static_mig_device_taints_that_mig_device_only(nvidia_health: HealthCluster) -> None:
+    """NVML names a MIG device's event by its parent GPU with the GPU and compute instance ids;
+    the plugin maps them back to the MIG device (device_health.go getDevicePlacementMap)."""
+    h = nvidia_health
+    assert h.cluster.real is not None
+    ref = f"nvidia@{h.version}"
+    mig = {"mode": "static", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"], "gpus": [0]}
+    settings = {nf.HEALTH_SETTING: True}
+    pool = RealPoolSpec(
+        "healthmig", count=1, gpus=1, profile="a100-80gb-pcie", driver=ref, mig=mig, settings=settings
+    )
+    node = pool.node_names()[0]
+    try:
+        h.cluster.real.add_pool(pool)
+        sick = "gpu-0-mig-1g10gb-19-3"
+        h.inject("xid", sick, FATAL, node=node)
+        want: dict[str, list[Taint]] = {
+            d: [] for d in ("gpu-0-mig-1g10gb-19-2", "gpu-0-mig-2g20gb-14-0", "gpu-0-mig-3g40gb-9-4")
+        } | {sick: [_taint("xid", FATAL)]}
+        got = wait_for(
+            lambda: h.taints(node),
+            lambda t: t == want,
+            timeout=TIMEOUTS.api_object,
+            describe=f"Xid 79 on {sick} of {node} only",
+        )
+        assert got == want
+    finally:
+        h.cluster.real.remove_pool(pool.name)  # and the driver's slices
+        h.kube.delete(*kinds.NODE, node)
