@@ -17,6 +17,7 @@ import pytest
 from harness.clusters.realnodes import nvidiafaults as nf
 from harness.clusters.realnodes.nvidiamig import parse_mig
 from harness.clusters.realnodes.nvidiaroot import NVML_CONFIG, nvml_config
+from harness.clusters.realnodes.pools import RealNodes
 from harness.controlplane.nvidiaparts import root_parts_built
 from harness.core.drivers import load_drivers
 from harness.core.errors import HarnessError
@@ -174,3 +175,10 @@ def test_the_taints_the_plugin_publishes() -> None:
     assert nf.expected_taint("xid", 13) == {"key": "gpu.nvidia.com/xid", "value": "13", "effect": "None"}
     assert nf.expected_taint("gpu-lost") == {"key": "gpu.nvidia.com/gpu-lost", "effect": "NoSchedule"}
     assert nf.expected_taint("unmonitored") == {"key": "gpu.nvidia.com/unmonitored", "effect": "None"}
+
+
+def test_a_fault_for_a_node_that_is_not_there_is_one_line(tmp_path: Path) -> None:
+    real = RealNodes([], {}, tmp_path, {})
+    with pytest.raises(HarnessError) as err:
+        nf.inject_on(real, "ghost-0", "xid", "gpu-0", 79)
+    assert str(err.value) == "no real node ghost-0 here (real nodes: )"
