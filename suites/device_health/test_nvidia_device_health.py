@@ -30,7 +30,7 @@ from harness.kit.waits import TIMEOUTS, wait_for
 
 # Its own cluster runs gate profile dra-all (fixtures/devicehealth.py): no feature_gate markers,
 # which would read the gates of the real_nodes cluster.
-pytestmark = [pytest.mark.real_node]
+pytestmark = [pytest.mark.real_node, pytest.mark.older_kubelet_ok]
 
 XID = nf.TAINT_KEYS["xid"]
 FATAL, NON_FATAL = 79, 13  # 79: fallen off the bus; 13: a graphics engine exception (skipped)
@@ -237,7 +237,14 @@ def test_an_xid_on_a_static_mig_device_taints_that_mig_device_only(nvidia_health
     mig = {"mode": "static", "layout": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"], "gpus": [0]}
     settings = {nf.HEALTH_SETTING: True}
     pool = RealPoolSpec(
-        "healthmig", count=1, gpus=1, profile="a100-80gb-pcie", driver=ref, mig=mig, settings=settings
+        "healthmig",
+        count=1,
+        minor=h.kubelet,
+        gpus=1,
+        profile="a100-80gb-pcie",
+        driver=ref,
+        mig=mig,
+        settings=settings,
     )
     node = pool.node_names()[0]
     try:
