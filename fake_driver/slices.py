@@ -56,6 +56,9 @@ def _apply_faults(
         raise UnsupportedError(f"{p.name}: {DYNAMIC_MIG_HEALTH_REFUSAL}")
     bad = set(faults.unhealthy)
     taint = _unhealthy_taint(p, minor, faults) if mode == "taint" and bad else None
+    # A lost GPU taints every device of the node, as NV's monitor does on GPU_IS_LOST
+    # (cmd/gpu-kubelet-plugin/device_health.go sendHealthEventForAllDevices @ v0.4.1, v0.5.0).
+    node_wide = taint is not None and faults.health_event == "gpu-lost" and faults.health_mode is None
     out: list[GpuDevices] = []
     for g in per_gpu:
         gpu_bad = f"gpu-{g.gpu.minor}" in bad or f"gpu-{g.gpu.index}" in bad
@@ -65,7 +68,7 @@ def _apply_faults(
             if faults.drop_attributes:
                 kept = {k: v for k, v in d["attributes"].items() if k not in faults.drop_attributes}
                 d = {**d, "attributes": kept}
-            if gpu_bad or d["name"] in bad:
+            if gpu_bad or d["name"] in bad or node_wide:
                 if mode == "remove":
                     continue
                 if taint is not None:

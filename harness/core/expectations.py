@@ -180,6 +180,22 @@ def device_taint_rule_status_checked(version: Version) -> bool:
     return version >= (1, 35)
 
 
+def no_execute_evicts_bridged_pods(version: Version) -> bool:
+    """Does a NoExecute device taint evict a pod that got its device through an extended
+    resource (DRAExtendedResource: its claim is named in pod.status.extendedResourceClaimStatus,
+    not in spec.resourceClaims)?
+
+    1.36.3: no — pkg/controller/devicetainteviction/device_taint_eviction.go:1581 handlePod
+    walks ``pod.Spec.ResourceClaims`` only. 1.37.2 and 1.38.0-beta.0: yes — the same function
+    (:1581 @ v1.37.2, :1592 @ v1.38.0-beta.0) walks ``resourceclaim.PodClaims(pod)``, which
+    also yields ``Status.ExtendedResourceClaimStatus.ResourceClaimName``
+    (k8s.io/dynamic-resource-allocation resourceclaim/pod.go:54 @ v0.37.2, v0.38.0-beta.0).
+    The 1.38 changelog names the fix (CHANGELOG-1.38.md, kubernetes#142289); 1.37.0-rc.0 still
+    walks spec.resourceClaims only, so 1.37 has it from a patch release (1.37.2 pinned here).
+    """
+    return version >= (1, 37)
+
+
 def allocation_result_copies_tolerations(version: Version) -> bool:
     """Does the scheduler copy a request's device tolerations into the allocation result
     (with DRADeviceTaints on, which picks the incubating or experimental allocator)?

@@ -273,6 +273,16 @@ CHECKS: tuple[Check, ...] = (
         "DRADeviceTaintRules for rules) on kube-apiserver, kube-scheduler and kube-controller-manager",
     ),
     Check(
+        "device-health",
+        "Device health on NVIDIA's real plugin: NVML faults (Xid, lost GPU, unmonitored) become device "
+        "taints on the sick device; NoSchedule keeps claims off, a NoExecute DeviceTaintRule evicts",
+        "device taints",
+        ("suites/device_health/*",),
+        "sick GPUs are not tainted or still handed out: turn on the plugin's NVMLDeviceHealthCheck gate "
+        "(--feature-gates, not with DynamicMIG) and DRADeviceTaints/DRADeviceTaintRules on kube-apiserver, "
+        "kube-scheduler and kube-controller-manager",
+    ),
+    Check(
         "extended-resource-name",
         "DeviceClass extendedResourceName: an invalid name is rejected; with DRAExtendedResource off "
         "the API server drops the field",

@@ -108,6 +108,20 @@ def test_v0_4_health_event_stored_as_its_taint(
     assert stored == taint
 
 
+@pytest.mark.min_version("1.35")
+@pytest.mark.feature_gate("DRADeviceTaints")
+def test_v0_4_lost_gpu_taints_every_device_of_the_node(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
+    # As the real plugin does (suites/device_health): device_health.go sendHealthEventForAllDevices.
+    fleet = gpu_fleet(GpuPoolSpec(gpus=2, personality="nvidia-v0.4", suffix="p"), classes=False)
+    [node] = fleet.node_names
+
+    faults.mark_unhealthy(fleet.publisher, node, ["gpu-1"], event="gpu-lost")
+
+    [s] = node_slices(kube, node)
+    taints = {d["name"]: [(t["key"], t["effect"]) for t in d.get("taints", [])] for d in s["spec"]["devices"]}
+    assert taints == {n: [("gpu.nvidia.com/gpu-lost", "NoSchedule")] for n in ("gpu-0", "gpu-1")}
+
+
 def test_unhealthy_device_removed_when_mode_overridden(kube: Kube, gpu_fleet: MakeGpuFleet) -> None:
     fleet = gpu_fleet(GpuPoolSpec(gpus=2, personality="nvidia-v25.8", suffix="p"), classes=False)
     [node] = fleet.node_names
