@@ -125,6 +125,11 @@ def test_inventory_lists_names_and_types_per_kind_against_the_closest_personalit
     assert kind.personality.startswith("nvidia-")
     assert "productName" in kind.missing
     assert kind.extra == []
+    # index: only nvidia-v25.3 publishes it (deviceinfo.go @ v25.3.2), read, never run here
+    assert (kind.personality, kind.checked) == (
+        "nvidia-v25.3",
+        "from source reading at v25.3.2, not compared with a running plugin",
+    )
 
 
 def _collected(*paths: str) -> list[str]:
