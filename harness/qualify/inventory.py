@@ -82,7 +82,8 @@ def inventory(slices: Iterable[Obj], driver: str, minor: str) -> list[KindInvent
             if kind in kinds:
                 theirs = set(kinds[kind][1]) | kinds[kind][2]
                 alike = (len(names & theirs), -len(names ^ theirs))  # most shared, fewest different
-                if alike[0] and (not best or alike > score):
+                # a tie goes to the later personality: the newest, compared with a running plugin
+                if alike[0] and (not best or alike >= score):
                     best, score = p, alike
         inv = KindInventory(kind, count, dict(sorted(attrs.items())), sorted(caps), best)
         if best:
