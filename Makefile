@@ -133,15 +133,16 @@ test-chart: controlplane
 	$(BIN)/pytest tests/test_chart.py tests/e2e/test_chart_install.py tests/e2e/test_chart_kind.py \
 		$(PYTEST_ARGS)
 
-# NVIDIA's real DRA driver alone (gpu-kubelet-plugin v0.4.1, the NVML stand-in nvmlstub/,
-# nvidia-cdi-hook; `make test` builds and tests it too, versions.toml [test] drivers): the
-# stand-in's exports, the driver root, and on 2 real nodes (8 H100s, 8 A100s with static MIG on
-# two) slices, claims' containers, the nvidia-v0.4 personality against the real slices, qualify;
-# DynamicMIG: the stand-in creating and destroying instances, and on 1 real node (2 A100s, the
-# plugin's DynamicMIG gate) the partitionable slices and a MIG claim's create and destroy.
-NVIDIA_DRIVER := nvidia@v0.4.1
+# NVIDIA's real DRA driver alone (gpu-kubelet-plugin v0.4.1 and v0.5.0, the NVML stand-in
+# nvmlstub/, nvidia-cdi-hook; `make test` builds and tests them too, versions.toml [test] drivers):
+# the stand-in's exports, the driver root, and per release on 3 real nodes (8 H100s, 8 A100s with
+# static MIG on two, 2 H100s with static MIG on one) slices, claims' containers, its personality
+# (nvidia-v0.4, nvidia-v0.5) against the real slices, qualify; DynamicMIG: the stand-in creating
+# and destroying instances, and on 1 real node (2 A100s, the plugin's DynamicMIG gate) the
+# partitionable slices and a MIG claim's create and destroy.
+NVIDIA_DRIVERS := nvidia@v0.4.1 nvidia@v0.5.0
 test-nvidia: nodeparts
-	$(BIN)/dra-harness parts build drivers --driver=$(NVIDIA_DRIVER)
+	$(BIN)/dra-harness parts build drivers $(NVIDIA_DRIVERS:%=--driver=%)
 	$(BIN)/pytest tests/test_nvml_exports.py tests/test_nvidia_root.py tests/test_nvidia_mig_root.py \
 		tests/test_nvml_dynamic_mig.py tests/e2e/test_nvidia_real_driver.py \
 		tests/e2e/test_nvidia_dynamic_mig.py -n 0 $(PYTEST_ARGS)

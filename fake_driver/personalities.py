@@ -10,15 +10,31 @@ SOURCES and unknowns (one place):
 
 | release        | read at                                   | how                                      |
 |----------------|-------------------------------------------|------------------------------------------|
+| NV v0.5.0      | sigs.k8s.io/dra-driver-nvidia-gpu@v0.5.0  | Go module source (go mod download),      |
+|                |                                           | read: nvidia-v0.5 renders it             |
 | NV v0.4.1      | sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1  | Go module source (go mod download),      |
 |                |                                           | read in full: nvidia-v0.4 renders it     |
 | EX v0.4.0      | sigs.k8s.io/dra-example-driver@v0.4.0     | Go module source, read in full           |
 | NV v0.4.0      | tag 6910a2be                              | NOT fetched (module proxy answers 403,   |
 |                |                                           | 2026-12-04); no v0.4.0-only rule exists  |
-| NV v25.3.2,    | tags 7020737a, 2ef1f2ad, fc69d985,        | NOT fetched (module proxy refuses these  |
-| v25.8.0/.1,    | 0882da87                                  | versions); rules follow the per-tag      |
-| v25.12.0       |                                           | reading of deviceinfo.go / nvlib.go /    |
-|                |                                           | partitions.go cited at each field        |
+| NV v25.3.2,    | tags 7020737a, 2ef1f2ad, fc69d985,        | NOT fetched here (module proxy refuses   |
+| v25.8.0/.1,    | 0882da87                                  | these versions; the code store holds     |
+| v25.12.0       |                                           | one commit, bb72e603, 2026-12-07); rules |
+|                |                                           | follow an earlier per-tag reading of     |
+|                |                                           | deviceinfo.go / nvlib.go / partitions.go |
+|                |                                           | cited at each field, not re-checked      |
+
+How each personality was checked is its ``provenance`` (one place; every report that shows a
+personality prints it): nvidia-v0.4, nvidia-v0.5 and example-v0.4 are compared field by field
+with the real plugin's slices on real nodes (tests/e2e/test_nvidia_real_driver.py,
+tests/fake_driver/test_fd_real_fidelity.py); the v25.x ones only against hand-written goldens.
+
+NV v0.5.0 against v0.4.1 (cmd/gpu-kubelet-plugin/ @ both): the same devices and attributes with
+its alpha gates off, plus ``resource.kubernetes.io/numaNode`` on GPUs and MIG devices when sysfs
+has the GPU's numa_node (numa.go discoverNUMANodeAttribute, deviceinfo.go, mig.go
+CommonAttributesMig @ v0.5.0; NVIDIA_DRA_SYSFS_ROOT moves sysfs); the fake driver roots give no
+numa_node and the fake renders none: not modelled. Gated, off, not modelled: FabricManager
+partition attributes (gpuModuleID, partition<N>), ConsumableShares, DRAListTypeAttributes.
 
 nvidia-v0.4 is the v0.4.1 personality (its ``release``): every v0.4 rule below and in
 tests/fake_driver/fidelity.py cites v0.4.1's source. The proxy refuses v0.4.0, so whether
@@ -40,8 +56,6 @@ modelled because the harness models GPU fleets and neither publishes a GPU: ``cp
 net.go: devices nic-<i>, attributes index, uuid, model, driverVersion; capacities vfs and
 ingress/egressBandwidth with request policies, multiple allocations allowed).
 
-Unreleased, not modelled: the NV main branch after v0.4.1 (Fabric Manager partition
-attributes, GPU sharing); a personality follows a release tag, and main has none to pin.
 
 Unknown, therefore not modelled: whether v25.12.0's ValidateFeatureGates already made
 DynamicMIG exclusive of NVMLDeviceHealthCheck (only v0.4.1 is confirmed); the example
@@ -110,6 +124,8 @@ class Personality:
     resource_api_version: str  # group/version the slices are written with
     slice_name_scheme: SliceNameScheme
     health_mode: HealthMode
+    # How its rendering was checked, shown by every report that shows the personality.
+    provenance: str = ""
     # --- NVIDIA attribute set -------------------------------------------------------
     has_index_and_minor: bool = False  # removed in v25.8 (PR #624)
     pci_bus_id_attribute: str = PCI_BUS_ID_LEGACY  # standard name from v25.12
@@ -156,6 +172,14 @@ class Personality:
         return group, version
 
 
+def _compared(release: str) -> str:
+    return f"compared with the real plugin {release}"
+
+
+def _from_source(release: str) -> str:
+    return f"from source reading at {release}, not compared with a running plugin"
+
+
 def health_taint(p: Personality, event: str = "", xid: int = DEFAULT_XID) -> Taint:
     """The taint ``p`` puts on a device after a health event (NV device_health.go @ v0.4.1)."""
     if event == "gpu-lost":
@@ -179,6 +203,7 @@ _V25_3 = Personality(
     has_index_and_minor=True,
     static_mig_publishes_parent=True,
     device_plugin_guard=_GUARD_V25_3,
+    provenance=_from_source("v25.3.2"),
 )
 # v25.8.1: index/minor/parentIndex removed (commit 36fc80ab, PR #624); parent hidden with MIG on.
 _V25_8 = replace(
@@ -187,6 +212,7 @@ _V25_8 = replace(
     release="v25.8.1",
     has_index_and_minor=False,
     static_mig_publishes_parent=False,
+    provenance=_from_source("v25.8.1"),
 )
 # v25.12.0: standard pciBusID, addressingMode, DynamicMIG, unhealthy devices dropped
 # (driver.go deviceHealthEvents), extendedResourceName on the class, vfio class.
@@ -202,6 +228,7 @@ _V25_12 = replace(
     gpu_class_extended_resource="nvidia.com/gpu",
     has_vfio_class=True,
     device_plugin_guard=_GUARD_V25_12,
+    provenance=_from_source("v25.12.0"),
 )
 # v0.4.1 (features from v0.4.0): k8s.io/dynamic-resource-allocation v0.36 slice names, health
 # taints, DynamicMIG attribute and Ampere fixes (commits 912848d2, 13882467).
@@ -214,7 +241,11 @@ _V0_4 = replace(
     dynamic_mig_addressing_and_root=True,
     dynamic_mig_ampere_rule=True,
     health_excludes_dynamic_mig=True,
+    provenance=_compared("v0.4.1"),
 )
+# v0.5.0: what v0.4.1 publishes, its new attributes gated off or not served by the fake roots
+# (the module docstring's NV v0.5.0 paragraph); compared with the real v0.5.0 plugin.
+_V0_5 = replace(_V0_4, name="nvidia-v0.5", release="v0.5.0", provenance=_compared("v0.5.0"))
 _EXAMPLE_V0_4 = Personality(
     name="example-v0.4",
     family="example",
@@ -226,13 +257,16 @@ _EXAMPLE_V0_4 = Personality(
     supports_consumable_capacity=True,
     supports_partitions=True,
     counters_then_devices_slice=True,
+    provenance=_compared("v0.4.0"),
 )
 
-PERSONALITIES: dict[str, Personality] = {p.name: p for p in (_V25_3, _V25_8, _V25_12, _V0_4, _EXAMPLE_V0_4)}
+PERSONALITIES: dict[str, Personality] = {
+    p.name: p for p in (_V25_3, _V25_8, _V25_12, _V0_4, _V0_5, _EXAMPLE_V0_4)
+}
 
 # What a fleet file without `personality` gets: the standalone fake driver's default. The
 # repository's is versions.toml's default_personality (tests/test_versions.py keeps them one).
-DEFAULT_PERSONALITY = "nvidia-v25.12"
+DEFAULT_PERSONALITY = "nvidia-v0.5"
 
 
 def get_personality(name: str) -> Personality:

@@ -255,3 +255,12 @@ func nvmlDeviceGetComputeMode(h C.nvmlDevice_t, mode *C.nvmlComputeMode_t) C.nvm
 	*mode = C.NVML_COMPUTEMODE_DEFAULT
 	return success
 }
+
+// nvmlDeviceGetModuleId: v0.5.0 reads it only under its FabricManagerPartitioning gate
+// (sigs.k8s.io/dra-driver-nvidia-gpu@v0.5.0 cmd/gpu-kubelet-plugin/nvlib.go), to match a GPU to
+// Fabric Manager's partitions; NOT_SUPPORTED, as on a PCIe part (the stand-in serves no fabric).
+//
+//export nvmlDeviceGetModuleId
+func nvmlDeviceGetModuleId(h C.nvmlDevice_t, moduleID *C.uint) C.nvmlReturn_t {
+	return notSupportedFor("nvmlDeviceGetModuleId", h)
+}

@@ -1,14 +1,15 @@
-"""The shape of tests/e2e/test_nvidia_real_driver.py's cluster (NVIDIA's gpu-kubelet-plugin
-v0.4.1 on 8 H100s, 8 A100s with static MIG on two, 2 more H100s with static MIG on one) and what
-its tests compare with: the MIG devices the plugin names, the nvidia-v0.4 personality's rendering
-of the same pools, the differences kept on purpose, and the environment the plugin's CDI spec
-sets."""
+"""The shape of tests/e2e/test_nvidia_real_driver.py's cluster (NVIDIA's gpu-kubelet-plugin,
+each release versions.toml pins, on 8 H100s, 8 A100s with static MIG on two, 2 more H100s with
+static MIG on one) and what its tests compare with: the MIG devices the plugin names, the
+personality of that release (nvidia-v0.4 for v0.4.1, nvidia-v0.5 for v0.5.0) rendering the same
+pools, the differences kept on purpose, and the environment the plugin's CDI spec sets."""
 
 from __future__ import annotations
 
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ import yaml
 
 from fake_driver.apilimits import parse_minor
 from fake_driver.fleet import fleet_from_dict
+from fake_driver.personalities import PERSONALITIES
 from fake_driver.slices import render_node
 from harness.clusters.realnodes.pools import RealPoolSpec
+from harness.core.drivers import load_drivers
 from harness.kit import kinds
 from tests.fake_driver.slicediff import Difference, matches
 from tests.fake_driver.slicediff import Path as DiffPath
@@ -26,6 +29,19 @@ from tests.realdriver import RealDriverCluster, real_driver_cluster
 
 DRIVER = "nvidia@v0.4.1"
 PERSONALITY = "nvidia-v0.4"
+VERSIONS = load_drivers()["nvidia"].versions  # every release the e2e tests run, each its cluster
+
+
+def personality_of(version: str) -> str:
+    """The NVIDIA personality that mimics `version` (its `release`)."""
+    [name] = [p.name for p in PERSONALITIES.values() if p.is_nvidia and p.release == version]
+    return name
+
+
+def for_version(pools: Sequence[RealPoolSpec], version: str) -> tuple[RealPoolSpec, ...]:
+    return tuple(replace(p, driver=f"nvidia@{version}") for p in pools)
+
+
 GPUS = 8
 MIG_PROFILE = "a100-80gb-pcie"
 # Split [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb] by the NVML stand-in (nvmlstub/mig.go), placed by
@@ -82,11 +98,13 @@ def allowed(d: Difference) -> DiffPath | None:
     return next((p for p in ALLOWED if matches(d.path, p)), None)
 
 
-def rendered(env: RealDriverCluster, pool: RealPoolSpec) -> list[dict[str, Any]]:
-    """The nvidia-v0.4 personality's slices for the pool's node (its uid as the owner)."""
+def rendered(
+    env: RealDriverCluster, pool: RealPoolSpec, personality: str = PERSONALITY
+) -> list[dict[str, Any]]:
+    """The personality's slices for the pool's node (its uid as the owner)."""
     node = node_of(pool)
     raw: dict[str, Any] = {"name": pool.name, "nodes": [node], "profile": pool.profile, "gpus": pool.gpus}
-    raw |= {"personality": PERSONALITY, **({"mig": dict(pool.mig)} if pool.mig else {})}
+    raw |= {"personality": personality, **({"mig": dict(pool.mig)} if pool.mig else {})}
     fleet = fleet_from_dict({"pools": [raw]})
     uid = env.kube.get(*kinds.NODE, node)["metadata"]["uid"]
     return list(render_node(fleet.node(node), parse_minor(env.cluster.minor.name), node_uid=uid).slices)

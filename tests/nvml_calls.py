@@ -1,7 +1,8 @@
 """Which NVML C functions NVIDIA's DRA kubelet plugin can call, read from upstream source in
 the Go module cache (the modules the plugin's part downloaded to build it):
 
-- call sites: sigs.k8s.io/dra-driver-nvidia-gpu@v0.4.1 cmd/gpu-kubelet-plugin/*.go, and the
+- call sites: sigs.k8s.io/dra-driver-nvidia-gpu@<version> (v0.4.1, v0.5.0)
+  cmd/gpu-kubelet-plugin/*.go, and the
   libraries it hands NVML to at the versions its go.mod pins: github.com/NVIDIA/go-nvlib
   (pkg/**) and github.com/NVIDIA/nvidia-container-toolkit (pkg/nvcdi/**, internal/**: its CDI
   spec generator). The module zip carries no vendor/ directory: go.mod is what pins them.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from harness.controlplane.build import module_dir
 
-PLUGIN = ("sigs.k8s.io/dra-driver-nvidia-gpu", "v0.4.1")
+PLUGIN = "sigs.k8s.io/dra-driver-nvidia-gpu"
 NVML_MODULE = "github.com/NVIDIA/go-nvml"
 CALLERS = {
     "github.com/NVIDIA/go-nvlib": ("pkg",),
@@ -90,9 +91,9 @@ class GoNvml:
         return found
 
 
-def plugin_nvml_needs() -> tuple[list[frozenset[str]], int]:
+def plugin_nvml_needs(version: str) -> tuple[list[frozenset[str]], int]:
     """The plugin's NVML needs (each a set of alternatives), and how many source files were read."""
-    plugin = module_dir(*PLUGIN)
+    plugin = module_dir(PLUGIN, version)
     go_mod = (plugin / "go.mod").read_text()
     nvml = GoNvml(module_dir(NVML_MODULE, pinned(go_mod, NVML_MODULE)) / "pkg" / "nvml")
     files = _go_files(plugin / "cmd" / "gpu-kubelet-plugin")

@@ -72,7 +72,7 @@ def test_default_cells_are_1_38_1_37_and_1_36_dra_all_for_two_personalities() ->
     cells = cells_from(load_matrix())
     assert [c.id for c in cells] == list(load_matrix().default_cells)
     assert {c.minor for c in cells} == {"1.38", "1.37", "1.36"}
-    assert {c.personality for c in cells} == {"nvidia-v25.12", "nvidia-v0.4"}
+    assert {c.personality for c in cells} == {"nvidia-v0.5", "nvidia-v0.4"}
     assert {c.profile for c in cells} == {"dra-all"}
 
 

@@ -137,6 +137,17 @@ def test_report_with_a_baseline_opens_on_the_diff_and_exits_3_on_a_new_failure(t
     md = (out / "readiness.md").read_text()
     assert md.index("## Since the baseline") < md.index("Checks over all cells")
     assert f"| {PREV} | `{EXT}` | failed | passed | failed in the baseline: expected 1 claim for pod |" in md
+    # How each fake personality the diff names was checked (fake_driver.personalities provenance).
+    checked = (
+        "Fake driver personalities: nvidia-v25.12 (from source reading at v25.12.0, not compared with "
+        "a running plugin); nvidia-v0.4 (compared with the real plugin v0.4.1)."
+    )
+    assert checked in md
+    assert checked in " ".join(html.split())
+    assert doc["baseline"]["personalities"] == {
+        "nvidia-v25.12": "from source reading at v25.12.0, not compared with a running plugin",
+        "nvidia-v0.4": "compared with the real plugin v0.4.1",
+    }
 
 
 def test_a_night_with_only_a_fix_exits_0(tmp_path: Path) -> None:

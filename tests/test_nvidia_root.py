@@ -157,3 +157,26 @@ def test_a_driver_root_of_an_unknown_kind_is_refused_in_one_line() -> None:
     with pytest.raises(VersionsError) as err:
         parse_drivers(data, "versions.toml")
     assert str(err.value) == "versions.toml: drivers.nvidia.root: kind must be one of nvidia"
+
+
+def test_each_release_runs_on_the_nvml_header_and_hook_its_go_mod_pins() -> None:
+    """go.mod @ v0.4.1: go-nvml v0.13.1-0, nvidia-container-toolkit v1.19.1; @ v0.5.0: v0.13.3-1,
+    v1.20.0. v0.5.0's two modules the proxy does not serve are built through a workspace."""
+    pins = {
+        v: (SPEC.root_for(v)["nvml_header_version"], SPEC.root_for(v)["cdi_hook_version"])
+        for v in SPEC.versions
+    }
+    assert pins == {"v0.4.1": ("v0.13.1-0", "v1.19.1"), "v0.5.0": ("v0.13.3-1", "v1.20.0")}
+    assert SPEC.unserved == {
+        "v0.5.0": {"github.com/NVIDIA/go-nvfm@v0.1.0": "nvfmstub", "k8s.io/kubernetes@v1.37.0-rc.0": ""}
+    }
+    assert (REPO_ROOT / "nvfmstub" / "pkg" / "nvfm" / "nvfm.go").is_file()
+
+
+@pytest.mark.parametrize("table", ["root_versions", "unserved"])
+def test_a_per_release_table_of_an_unpinned_release_is_refused_in_one_line(table: str) -> None:
+    data = tomllib.loads((REPO_ROOT / "versions.toml").read_text())
+    data["drivers"]["nvidia"][table]["v0.6.0"] = {}
+    with pytest.raises(VersionsError) as err:
+        parse_drivers(data, "versions.toml")
+    assert str(err.value) == "driver nvidia has no version 'v0.6.0' in versions.toml; known: v0.4.1, v0.5.0"

@@ -1,5 +1,6 @@
 """The NVML stand-in (nvmlstub/, built as the nvidia driver's root part) exports every NVML C
-function NVIDIA's kubelet plugin v0.4.1 can call, as read from upstream source
+function NVIDIA's kubelet plugin can call, at each release versions.toml pins (v0.4.1 with
+go-nvml v0.13.1-0's nvml.h, v0.5.0 with v0.13.3-1's), as read from upstream source
 (tests/nvml_calls.py); SONAME libnvidia-ml.so.1, the name the plugin dlopen()s.
 """
 
@@ -27,11 +28,12 @@ def _soname(library: str) -> str:
     return next(line.split("[")[1].rstrip("]") for line in done.stdout.splitlines() if "(SONAME)" in line)
 
 
-def test_the_stand_in_exports_every_nvml_function_the_plugin_can_call() -> None:
-    parts = root_parts_built(SPEC.root)
-    if parts is None or driver_built(SPEC, SPEC.default) is None:  # the plugin's modules, read below
-        pytest.skip(not_built_line(SPEC, SPEC.default))
-    needs, files = plugin_nvml_needs()
+@pytest.mark.parametrize("version", SPEC.versions)
+def test_the_stand_in_exports_every_nvml_function_the_plugin_can_call(version: str) -> None:
+    parts = root_parts_built(SPEC.root_for(version))
+    if parts is None or driver_built(SPEC, version) is None:  # the plugin's modules, read below
+        pytest.skip(not_built_line(SPEC, version))
+    needs, files = plugin_nvml_needs(version)
     exported = _exports(str(parts.library))
     missing = [" | ".join(sorted(alternatives)) for alternatives in needs if not alternatives & exported]
     assert missing == [], f"{len(missing)} of {len(needs)} NVML functions not exported"

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from fake_driver.fleet import fleet_from_dict
+from fake_driver.slices import render_node
 from harness.core.requirements import Kind, Reason
 from harness.core.versions import REPO_ROOT
 from harness.kit.fleet_inventory import Inventory, NodeDevices, choose, parse_selector
@@ -125,6 +127,11 @@ def test_inventory_lists_names_and_types_per_kind_against_the_closest_personalit
     assert kind.personality.startswith("nvidia-")
     assert "productName" in kind.missing
     assert kind.extra == []
+    # index: only nvidia-v25.3 publishes it (deviceinfo.go @ v25.3.2), read, never run here
+    assert (kind.personality, kind.checked) == (
+        "nvidia-v25.3",
+        "from source reading at v25.3.2, not compared with a running plugin",
+    )
 
 
 def _collected(*paths: str) -> list[str]:
@@ -163,3 +170,18 @@ def test_a_new_suite_file_deciding_nothing_is_named() -> None:
     assert deciding("suites/bridging/test_extended_resource_name.py::test_a") == []
     assert deciding("suites/bridging/test_bridge_unavailable.py::test_a") == []
     assert deciding("suites/mig/test_prioritized_scoring.py::test_a") == ["prioritized-list"]
+
+
+def test_inventory_ties_go_to_the_newest_personality_compared_with_a_running_plugin() -> None:
+    """nvidia-v25.12, nvidia-v0.4 and nvidia-v0.5 publish a full H100 with the same names: the
+    inventory of such a device names nvidia-v0.5 and how it was checked."""
+    pool = {"name": "p", "nodes": ["n"], "gpus": 1, "profile": "h100-80gb-hbm3"}
+    fleet = fleet_from_dict({"pools": [pool | {"personality": "nvidia-v25.12"}]})
+    slices = list(render_node(fleet.node("n"), (1, 37)).slices)
+    [kind] = inventory(slices, "gpu.nvidia.com", "1.37")
+    assert (kind.kind, kind.personality, kind.checked, kind.extra) == (
+        "gpu",
+        "nvidia-v0.5",
+        "compared with the real plugin v0.5.0",
+        [],
+    )

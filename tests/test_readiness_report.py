@@ -196,8 +196,8 @@ def test_render_writes_html_markdown_and_json_with_the_same_statuses(tmp_path: P
     assert "| accounting | \u2013 | \u2013 | \u2013 | \u2013 |" in md  # no test of it ran
     assert "matrix run x: 4 cell(s) in 123s wall" in md
     fake = (
-        "the harness's fake driver imitating nvidia-v25.12 (driver name gpu.nvidia.com), "
-        "not a vendor's driver"
+        "the harness's fake driver imitating nvidia-v25.12 (driver name gpu.nvidia.com; from source "
+        "reading at v25.12.0, not compared with a running plugin), not a vendor's driver"
     )
     assert f"**Tested:** {fake}, on simulated nodes (kwok) of a local control plane;" in md
     assert f"<strong>Tested:</strong> {fake.replace(chr(39), '&#39;')}, on simulated nodes" in html
@@ -217,8 +217,8 @@ def test_render_writes_html_markdown_and_json_with_the_same_statuses(tmp_path: P
     [
         (
             {"driver": "gpu.nvidia.com", "personality": "nvidia-v0.4", "nodes": "real"},
-            "the harness's fake driver imitating nvidia-v0.4 (driver name gpu.nvidia.com), not a vendor's "
-            "driver, on real kubelets of a local control plane",
+            "the harness's fake driver imitating nvidia-v0.4 (driver name gpu.nvidia.com; compared with "
+            "the real plugin v0.4.1), not a vendor's driver, on real kubelets of a local control plane",
         ),
         (
             {

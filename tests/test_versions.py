@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver.personalities import DEFAULT_PERSONALITY
+from fake_driver.personalities import DEFAULT_PERSONALITY, PERSONALITIES
 from harness.core.errors import HarnessError
 from harness.core.versions import VersionsError, load_matrix, parse_matrix
+from harness.reports.summary import personality_provenance
 
 GOOD = """
 default_minor = "1.37"
@@ -152,3 +153,19 @@ def test_a_tool_whose_module_builds_another_command_is_refused_with_one_line() -
     with pytest.raises(VersionsError) as err:
         parse_matrix(GOOD).tool("helm")
     assert str(err.value) == "versions.toml [tools] has no 'helm'; it has none"
+
+
+def test_every_personality_says_how_it_was_checked_from_one_place() -> None:
+    """fake_driver.personalities' provenance, which reports print (harness.reports.summary):
+    the ones compared with a running plugin on real nodes name its release; the v25.x ones were
+    never run here (the module proxy serves none of them)."""
+    assert {name: p.provenance for name, p in PERSONALITIES.items()} == {
+        "nvidia-v25.3": "from source reading at v25.3.2, not compared with a running plugin",
+        "nvidia-v25.8": "from source reading at v25.8.1, not compared with a running plugin",
+        "nvidia-v25.12": "from source reading at v25.12.0, not compared with a running plugin",
+        "nvidia-v0.4": "compared with the real plugin v0.4.1",
+        "nvidia-v0.5": "compared with the real plugin v0.5.0",
+        "example-v0.4": "compared with the real plugin v0.4.0",
+    }
+    assert personality_provenance(DEFAULT_PERSONALITY) == "compared with the real plugin v0.5.0"
+    assert personality_provenance("nvidia-v9") == ""

@@ -363,7 +363,7 @@ def _run_parsers(sub: Subparsers) -> None:
         "--cells",
         action="append",
         help="cells to run: <minor>/<personality>/<profile>, comma-separated or repeated, * wildcards, "
-        "or 'all' (default: the 1.38, 1.37 and 1.36 dra-all cells for nvidia-v25.12 and nvidia-v0.4)",
+        "or 'all' (default: the 1.38, 1.37 and 1.36 dra-all cells for nvidia-v0.5 and nvidia-v0.4)",
     )
     mx.add_argument("-j", "--jobs", type=positive_int, default=2, help="cells at a time (default 2)")
     mx.add_argument("-n", "--xdist", type=nonnegative_int, default=0, help="pytest-xdist workers per cell")

@@ -132,6 +132,16 @@ class DriverSpec:
     root: Mapping[str, str] = field(default_factory=dict)
     # The chart's DeviceClasses; none listed: one named after the driver selecting its devices.
     classes: tuple[ClassSpec, ...] = ()
+    # Per release, what differs from `root` (a newer go-nvml's nvml.h, the toolkit it pins).
+    root_versions: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Per release, "module@version" its go.mod pins whose source the proxy does not serve ->
+    # what stands in: a directory of this repository, or "" for the module's own zip (served
+    # where its .info and .mod are not). Built through a go.work replace (driverparts).
+    unserved: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def root_for(self, version: str) -> dict[str, str]:
+        """The fake driver root this release runs on (empty: none)."""
+        return {**self.root, **self.root_versions.get(version, {})} if self.root else {}
 
     @property
     def binary_name(self) -> str:
@@ -189,6 +199,10 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _per_version(table: Any) -> dict[str, dict[str, str]]:
+    return {str(v): {str(k): str(x) for k, x in t.items()} for v, t in table.items()}
+
+
 def _check_template(text: str, where: str) -> None:
     try:
         text.format(**dict.fromkeys(TEMPLATE_FIELDS, ""))
@@ -231,6 +245,8 @@ def _spec(name: str, data: Any, source: str) -> DriverSpec:
                 ClassSpec(str(c["name"]), str(c["cel"]), bool(c.get("extended_resource", False)))
                 for c in data.get("device_classes", [])
             ),
+            root_versions=_per_version(data.get("root_versions", {})),
+            unserved=_per_version(data.get("unserved", {})),
         )
         re.compile(spec.container_view.pattern)
         if spec.root and spec.root.get("kind") not in ROOT_KINDS:
@@ -240,6 +256,8 @@ def _spec(name: str, data: Any, source: str) -> DriverSpec:
     except (TypeError, AttributeError, re.error) as err:
         raise VersionsError(f"{where}: {err}") from None
     spec.check_version(spec.default)
+    for version in (*spec.root_versions, *spec.unserved):
+        spec.check_version(version)
     for text in (*spec.argv_template, *spec.env_template.values()):
         _check_template(text, where)
     return spec

@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.nightly.diff import KINDS, Diff, Entry
 from harness.nightly.history import History
+from harness.reports.summary import personality_provenance
 from harness.reports.templates import environment
 
 WHAT = {
@@ -37,12 +38,26 @@ def _by_cell(entries: list[Entry]) -> list[tuple[str, list[Entry]]]:
     return list(out.items())
 
 
+def checked(cells: list[str]) -> list[tuple[str, str]]:
+    """Each fake personality the cells (<minor>/<personality>/<profile>) name, with how it was
+    checked (fake_driver.personalities provenance); real drivers and unknown names left out."""
+    names = dict.fromkeys(c.split("/")[1] for c in cells if c.count("/") == 2)
+    return [(n, why) for n in names if (why := personality_provenance(n))]
+
+
 def render_diff(diff: Diff, tonight: str, baseline: str) -> Rendered:
     """`tonight` and `baseline`: what was compared, in words (the sources)."""
     env = environment()
     sections = [(k, WHAT[k], len(diff.of(k)), _by_cell(diff.of(k))) for k in KINDS if diff.of(k)]
-    context = {"d": diff, "sections": sections, "tonight": tonight, "baseline": baseline}
-    doc = {"tonight": tonight, "baseline": baseline, **diff.to_json()}
+    personalities = checked([cell for _, _, _, cells in sections for cell, _ in cells])
+    context = {
+        "d": diff,
+        "sections": sections,
+        "tonight": tonight,
+        "baseline": baseline,
+        "personalities": personalities,
+    }
+    doc = {"tonight": tonight, "baseline": baseline, **diff.to_json(), "personalities": dict(personalities)}
     return Rendered(
         env.get_template("baseline.html.j2").render(context),
         env.get_template("baseline.md.j2").render(context),

@@ -27,6 +27,7 @@ class KindInventory:
     personality: str = ""  # the closest fake-driver personality, "" when none shares a name
     missing: list[str] = field(default_factory=list)  # the personality has them, the driver not
     extra: list[str] = field(default_factory=list)  # the driver has them, the personality not
+    checked: str = ""  # how that personality was checked (its provenance)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -81,11 +82,13 @@ def inventory(slices: Iterable[Obj], driver: str, minor: str) -> list[KindInvent
             if kind in kinds:
                 theirs = set(kinds[kind][1]) | kinds[kind][2]
                 alike = (len(names & theirs), -len(names ^ theirs))  # most shared, fewest different
-                if alike[0] and (not best or alike > score):
+                # a tie goes to the later personality: the newest, compared with a running plugin
+                if alike[0] and (not best or alike >= score):
                     best, score = p, alike
         inv = KindInventory(kind, count, dict(sorted(attrs.items())), sorted(caps), best)
         if best:
             theirs = set(fakes[best][kind][1]) | fakes[best][kind][2]
             inv.missing, inv.extra = sorted(theirs - names), sorted(names - theirs)
+            inv.checked = PERSONALITIES[best].provenance
         out.append(inv)
     return out

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fake_driver.personalities import PERSONALITIES
 from harness.core.drivers import is_driver_ref
 from harness.core.errors import HarnessError
 from harness.core.redaction import redact, redact_obj
@@ -127,6 +128,13 @@ NODES_TEXT = {
 }
 
 
+def personality_provenance(name: str) -> str:
+    """How the personality's rendering was checked (fake_driver.personalities, its one place);
+    "" for a name the fake driver does not know (a report from another checkout)."""
+    personality = PERSONALITIES.get(name)
+    return personality.provenance if personality else ""
+
+
 def what_was_tested(cell: dict[str, str]) -> str:
     """One line a reader cannot take for a verdict on a vendor's driver when it was the fake
     driver on simulated nodes: which driver (fake personality, the stand-in, or a real driver and
@@ -134,8 +142,10 @@ def what_was_tested(cell: dict[str, str]) -> str:
     driver, personality = cell.get("driver", "?"), cell.get("personality", "")
     release = cell.get("driver_release", "")
     if personality and personality != "external" and not is_driver_ref(personality):
+        checked = f"; {provenance}" if (provenance := personality_provenance(personality)) else ""
         who = (
-            f"the harness's fake driver imitating {personality} (driver name {driver}), not a vendor's driver"
+            f"the harness's fake driver imitating {personality} (driver name {driver}{checked}), "
+            "not a vendor's driver"
         )
     else:
         who = f"the driver {driver} ({release or 'release not given'})"

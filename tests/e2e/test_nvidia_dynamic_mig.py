@@ -1,13 +1,14 @@
 """NVIDIA's real DRA driver with its DynamicMIG gate, without a GPU: gpu-kubelet-plugin v0.4.1
-(versions.toml [drivers.nvidia], --feature-gates=DynamicMIG=true because the pool's MIG is
-dynamic) on one real node with 2 A100 80GB PCIe, MIG mode on GPU 0 (Ampere needs a reset to
-toggle it, so GPU 0 offers only MIG devices and GPU 1, MIG off, only itself: cmd/gpu-kubelet-
-plugin/nvlib.go isDynamicMIGCapable). The project's NVML stand-in creates and destroys the
-MIG devices the plugin asks for (nvmlstub/migcreate.go) and their capability files and nodes
-below the node's fake driver root.
+and v0.5.0 (versions.toml [drivers.nvidia], one cluster each, --feature-gates=DynamicMIG=true
+because the pool's MIG is dynamic) on one real node with 2 A100 80GB PCIe, MIG mode on GPU 0
+(Ampere needs a reset to toggle it, so GPU 0 offers only MIG devices and GPU 1, MIG off, only
+itself: cmd/gpu-kubelet-plugin/nvlib.go isDynamicMIGCapable). The project's NVML stand-in
+creates and destroys the MIG devices the plugin asks for (nvmlstub/migcreate.go) and their
+capability files and nodes below the node's fake driver root.
 
 The plugin publishes every profile x placement of GPU 0 as a device consuming counters of
-GPU 0's counter set, field by field as the nvidia-v0.4 personality renders the pool; a pod
+GPU 0's counter set, field by field as the release's personality (nvidia-v0.4, nvidia-v0.5)
+renders the pool; a pod
 claiming one 1g.10gb device through the mig.nvidia.com class runs with the parent's
 /dev/nvidia0 and exactly that MIG device's two capability nodes, created on Prepare (one GPU
 instance, one compute instance in the stand-in's call log) and destroyed on Unprepare; nothing
@@ -41,8 +42,11 @@ from tests.nvidiareal import (
     ALLOWED,
     DRIVER,
     PERSONALITY,
+    VERSIONS,
     allowed,
+    for_version,
     nvidia_cluster,
+    personality_of,
     published_devices,
     rendered,
 )
@@ -65,11 +69,17 @@ CHANGING = (
 )
 
 
+@pytest.fixture(scope="module", params=VERSIONS)
+def version(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def dynamic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
-    if why := real_driver_missing(DRIVER):
+def dynamic(tmp_path_factory: pytest.TempPathFactory, version: str) -> Iterator[RealDriverCluster]:
+    if why := real_driver_missing(f"nvidia@{version}"):
         pytest.skip(why)
-    with nvidia_cluster(tmp_path_factory.mktemp("nvidia-dynamic-mig"), [POOL]) as env:
+    pools = for_version([POOL], version)
+    with nvidia_cluster(tmp_path_factory.mktemp(f"nvidia-dynamic-mig-{version}"), pools) as env:
         yield env
 
 
@@ -122,10 +132,10 @@ def test_the_plugin_publishes_gpu0s_mig_devices_consuming_its_counters_and_gpu1_
 
 
 def test_the_nvidia_personality_renders_what_the_plugin_publishes_in_dynamic_mode(
-    dynamic: RealDriverCluster,
+    dynamic: RealDriverCluster, version: str
 ) -> None:
     real = published(dynamic.kube, "gpu.nvidia.com", NODE)
-    diffs = slice_differences(real, rendered(dynamic, POOL))
+    diffs = slice_differences(real, rendered(dynamic, POOL, personality_of(version)))
     unexplained = [str(d) for d in diffs if allowed(d) is None]
     assert not unexplained, f"{len(unexplained)} differences from the real plugin:\n" + "\n".join(unexplained)
     # Split slices (Kubernetes 1.35+: driver.go generateSplitResourceSlices): GPU 0's counter

@@ -1,13 +1,14 @@
-"""NVIDIA's real DRA driver without a GPU: gpu-kubelet-plugin v0.4.1 (versions.toml
-[drivers.nvidia]) on 3 real nodes: 8 H100s, 8 A100s with static MIG on two, 2 H100s with static MIG
-on one (tests/nvidiareal.py), each node with a fake driver root whose libnvidia-ml.so.1 is the
-project's stand-in fed by the fake driver's GPU profile. The slices it publishes carry the
-profile's GPUs and the layout's MIG devices; a claim's container sees exactly /dev/nvidia<N> of
-its GPU, or the parent's and the MIG device's capability nodes; the nvidia-v0.4 personality
-renders the same slices field by field (every difference fixed or in ALLOWED with its reason);
-qualify gives a verdict per capability; the roots, device nodes included, are gone after teardown.
-Static MIG in v0.4.1 publishes no counters (cmd/gpu-kubelet-plugin/driver.go publishResources,
-deviceinfo.go MigDeviceInfo.GetDevice).
+"""NVIDIA's real DRA driver without a GPU: gpu-kubelet-plugin at each release versions.toml
+[drivers.nvidia] pins (v0.4.1, v0.5.0; one cluster each) on 3 real nodes: 8 H100s, 8 A100s with
+static MIG on two, 2 H100s with static MIG on one (tests/nvidiareal.py), each node with a fake
+driver root whose libnvidia-ml.so.1 is the project's stand-in fed by the fake driver's GPU
+profile. The slices it publishes carry the profile's GPUs and the layout's MIG devices; a
+claim's container sees exactly /dev/nvidia<N> of its GPU, or the parent's and the MIG device's
+capability nodes; the release's personality (nvidia-v0.4, nvidia-v0.5) renders the same slices
+field by field (every difference fixed or in ALLOWED with its reason); qualify gives a verdict
+per capability; the roots, device nodes included, are gone after teardown. Static MIG in v0.4.1
+and v0.5.0 publishes no counters (cmd/gpu-kubelet-plugin/driver.go publishResources,
+deviceinfo.go MigDeviceInfo.GetDevice @ both).
 """
 
 from __future__ import annotations
@@ -40,15 +41,17 @@ from tests.fake_driver.slicediff import slice_differences
 from tests.fake_driver.test_fd_real_fidelity import published
 from tests.nvidiareal import (
     ALLOWED,
-    DRIVER,
     MIG_NODE,
     POOLS,
+    VERSIONS,
     allowed,
     cdi_env,
     device_names,
+    for_version,
     mig_devices,
     node_of,
     nvidia_cluster,
+    personality_of,
     published_devices,
     rendered,
     split_gpus,
@@ -74,11 +77,16 @@ QUALIFY_VERDICTS = {
 }
 
 
+@pytest.fixture(scope="module", params=VERSIONS)
+def version(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def nvidia(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
-    if why := real_driver_missing(DRIVER):
+def nvidia(tmp_path_factory: pytest.TempPathFactory, version: str) -> Iterator[RealDriverCluster]:
+    if why := real_driver_missing(f"nvidia@{version}"):
         pytest.skip(why)
-    with nvidia_cluster(tmp_path_factory.mktemp("nvidia"), POOLS) as env:
+    with nvidia_cluster(tmp_path_factory.mktemp(f"nvidia-{version}"), for_version(POOLS, version)) as env:
         yield env
 
 
@@ -152,8 +160,8 @@ def _claim_pod(
         kube.delete(*kinds.NAMESPACE, ns)
 
 
-def test_a_claim_container_sees_exactly_its_gpu_device_node(nvidia: RealDriverCluster) -> None:
-    node, view = node_of(POOLS[0]), driver_ref(DRIVER)[0].container_view
+def test_a_claim_container_sees_exactly_its_gpu_device_node(nvidia: RealDriverCluster, version: str) -> None:
+    node, view = node_of(POOLS[0]), driver_ref(f"nvidia@{version}")[0].container_view
     # What the driver shows (its container view), then the environment CDI gave.
     command = ["sh", "-c", f"{shlex.join(view.command)}; env"]
     with _claim_pod(nvidia, "nv-view", "gpu.nvidia.com", command, node) as (claim, result, output):
@@ -186,27 +194,27 @@ def test_a_mig_claim_container_gets_the_parent_and_the_mig_devices_capability_no
 
 @pytest.mark.parametrize("pool", POOLS, ids=lambda p: p.name)
 def test_the_nvidia_personality_renders_what_the_real_plugin_publishes(
-    nvidia: RealDriverCluster, pool: RealPoolSpec
+    nvidia: RealDriverCluster, pool: RealPoolSpec, version: str
 ) -> None:
     """Full GPUs and MIG devices, on each node."""
     real = published(nvidia.kube, "gpu.nvidia.com", node_of(pool))
-    diffs = slice_differences(real, rendered(nvidia, pool))
+    diffs = slice_differences(real, rendered(nvidia, pool, personality_of(version)))
     unexplained = [str(d) for d in diffs if allowed(d) is None]
     assert not unexplained, "differences from the real plugin:\n" + "\n".join(unexplained)
 
 
-def test_no_allowed_difference_is_stale(nvidia: RealDriverCluster) -> None:
+def test_no_allowed_difference_is_stale(nvidia: RealDriverCluster, version: str) -> None:
     used = set()
     for pool in POOLS:
         real = published(nvidia.kube, "gpu.nvidia.com", node_of(pool))
-        used |= {allowed(d) for d in slice_differences(real, rendered(nvidia, pool))}
+        used |= {allowed(d) for d in slice_differences(real, rendered(nvidia, pool, personality_of(version)))}
     assert sorted(".".join(p) for p in set(ALLOWED) - used) == []
 
 
-def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Path) -> None:
+def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Path, version: str) -> None:
     """Qualify's default suites, the plugin restarted through this process (the nodes' owner)."""
     out = tmp_path / "results"
-    done = nvidia.qualify(DRIVER, out)
+    done = nvidia.qualify(f"nvidia@{version}", out)
 
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr
     report = json.loads((out / "qualify.json").read_text())
@@ -233,7 +241,7 @@ def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Pat
 
 
 def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_root(
-    nvidia: RealDriverCluster, monkeypatch: pytest.MonkeyPatch
+    nvidia: RealDriverCluster, monkeypatch: pytest.MonkeyPatch, version: str
 ) -> None:
     """Bad input: a driver root without its NVML library (removed once written). The real
     plugin exits; the failure names the root's contents and ends with the plugin's own log."""
@@ -245,13 +253,13 @@ def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_
 
     monkeypatch.setattr(realnode, "make_root", without_library)
     assert nvidia.cluster.real is not None
-    pool = RealPoolSpec("bad", count=1, gpus=1, profile="t4", driver=DRIVER)
+    pool = RealPoolSpec("bad", count=1, gpus=1, profile="t4", driver=f"nvidia@{version}")
     with pytest.raises(HarnessError) as failed:
         nvidia.cluster.real.add_pool(pool)
     nvidia.kube.delete(*kinds.NODE, "bad-0")
     first, *tail = str(failed.value).splitlines()
     root = nvidia.cluster.run_dir / "nodes/bad-0/driver-root"
-    assert first.startswith("node bad-0: kubelet-plugin (driver nvidia@v0.4.1, "), first
+    assert first.startswith(f"node bad-0: kubelet-plugin (driver nvidia@{version}, "), first
     assert (
         f"did not come up (exited; driver root {root}: usr/lib64/libnvidia-ml.so.1 MISSING, "
         "usr/bin/nvidia-smi present, usr/bin/nvidia-cdi-hook present, dev present, "
@@ -262,13 +270,17 @@ def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_
     assert not root.exists()
 
 
-def test_a_device_plugin_beside_the_real_driver_hands_one_gpu_out_twice(nvidia: RealDriverCluster) -> None:
+def test_a_device_plugin_beside_the_real_driver_hands_one_gpu_out_twice(
+    nvidia: RealDriverCluster, version: str
+) -> None:
     """The double stack with the real driver: the fake device plugin advertises the node's one
     GPU as nvidia.com/gpu beside NVIDIA's plugin publishing it; a legacy pod and a claim pod
     both get it (the same UUID), and the detector names the node."""
     assert nvidia.cluster.real is not None
     kube, ns, node = nvidia.kube, "nv-double", "ds-0"
-    pool = RealPoolSpec("ds", count=1, gpus=1, profile="h100-80gb-hbm3", driver=DRIVER, device_plugin=True)
+    pool = RealPoolSpec(
+        "ds", count=1, gpus=1, profile="h100-80gb-hbm3", driver=f"nvidia@{version}", device_plugin=True
+    )
     try:
         nvidia.cluster.real.add_pool(pool)
     except HarnessError as err:

@@ -4,6 +4,8 @@ Written out by hand from the drivers' source, never derived from ``fake_driver``
 rendered for one H100 80GB HBM3 node (NVML driver 580.95.05, CUDA 13.0) or one A100 80GB PCIe.
 Sources (NV = NVIDIA/k8s-dra-driver-gpu, now kubernetes-sigs/dra-driver-nvidia-gpu, paths
 under cmd/gpu-kubelet-plugin/; EX = kubernetes-sigs/dra-example-driver):
+(v25.x: as cited by an earlier per-tag reading; their source is not fetched here, see
+fake_driver/personalities.py SOURCES; v0.4.1 and v0.5.0: the Go module source, and the real plugin.)
 - full GPU: deviceinfo.go GpuInfo.GetDevice/Attributes @ v25.3.2, v25.8.1, v25.12.0, v0.4.1;
   tests/bats/test_gpu_basic.bats (name set at v0.4).
 - static MIG: deviceinfo.go MigDeviceInfo.GetDevice, mig.go CommonAttributesMig @ v0.4.1;
@@ -12,6 +14,10 @@ under cmd/gpu-kubelet-plugin/; EX = kubernetes-sigs/dra-example-driver):
   @ v0.4.1 (Attributes, CommonAttributesMig); nvlib.go isDynamicMIGCapable @ v0.4.1.
 - health: device_health.go healthEventToTaint / xidsToSkip @ v0.4.1;
   pkg/featuregates/featuregates.go ValidateFeatureGates @ v0.4.1.
+- v0.5.0: the same files @ v0.5.0 publish v0.4.1's set with its alpha gates off (FabricManager
+  attributes, ConsumableShares, DRAListTypeAttributes) and adds resource.kubernetes.io/numaNode
+  only where sysfs gives the GPU a NUMA node (numa.go @ v0.5.0): this node has none. Health
+  (device_health.go) and isDynamicMIGCapable differ from v0.4.1 only in error wrapping.
 - chart guard: deployments/helm/*/templates/validation.yaml (refuses without the override).
 - example: EX internal/profiles/gpu/gpu.go EnumerateDevices, memoryCapacity @ v0.4.0.
 - H100 memory: NVIDIA/k8s-test-infra tests/e2e/go/assertions/nvidiasmi/testdata/hardware/
@@ -62,6 +68,7 @@ FULL_GPU: dict[str, Golden] = {
     "nvidia-v25.8": {**_GPU, **_OLD_BUS, **_ROOT},
     "nvidia-v25.12": {**_GPU, **_STD_BUS, **_ROOT, **_AM},
     "nvidia-v0.4": {**_GPU, **_STD_BUS, **_ROOT, **_AM},
+    "nvidia-v0.5": {**_GPU, **_STD_BUS, **_ROOT, **_AM},
 }
 STATIC_MIG: dict[str, Golden] = {
     "nvidia-v25.3": {
@@ -75,14 +82,17 @@ STATIC_MIG: dict[str, Golden] = {
     "nvidia-v25.8": {**_MIG_3G, **_OLD_BUS, **_ROOT, "uuid": ("string", MIG_UUID)},
     "nvidia-v25.12": {**_MIG_3G, **_STD_BUS, **_ROOT, **_AM, "uuid": ("string", MIG_UUID)},
     "nvidia-v0.4": {**_MIG_3G, **_STD_BUS, **_ROOT, **_AM, "uuid": ("string", MIG_UUID)},
+    "nvidia-v0.5": {**_MIG_3G, **_STD_BUS, **_ROOT, **_AM, "uuid": ("string", MIG_UUID)},
 }
 DYNAMIC_FULL: dict[str, Golden] = {
     "nvidia-v25.12": {**_GPU, **_STD_BUS, **_ROOT},  # PartDevAttributes: no addressingMode
     "nvidia-v0.4": {**_GPU, **_STD_BUS, **_ROOT, **_AM},
+    "nvidia-v0.5": {**_GPU, **_STD_BUS, **_ROOT, **_AM},
 }
 DYNAMIC_MIG: dict[str, Golden] = {
     "nvidia-v25.12": {**_MIG_3G, **_STD_BUS},  # PartAttributes: no addressingMode, no pcieRoot
     "nvidia-v0.4": {**_MIG_3G, **_STD_BUS, **_ROOT, **_AM},
+    "nvidia-v0.5": {**_MIG_3G, **_STD_BUS, **_ROOT, **_AM},
 }
 _MIG_CAPS = {  # NVML's numbers for a 3g.40gb, from a real H100's `nvidia-smi mig -lgip`
     "multiprocessors": "60",
@@ -99,10 +109,11 @@ STATIC_NAMES = {
     "nvidia-v25.8": ["gpu-0-mig-14-4-2", "gpu-0-mig-19-6-1", "gpu-0-mig-9-0-4"],
     "nvidia-v25.12": ["gpu-0-mig-1g10gb-19-6", "gpu-0-mig-2g20gb-14-4", "gpu-0-mig-3g40gb-9-0"],
     "nvidia-v0.4": ["gpu-0-mig-1g10gb-19-6", "gpu-0-mig-2g20gb-14-4", "gpu-0-mig-3g40gb-9-0"],
+    "nvidia-v0.5": ["gpu-0-mig-1g10gb-19-6", "gpu-0-mig-2g20gb-14-4", "gpu-0-mig-3g40gb-9-0"],
 }
 # A100 (MIG toggle needs a reset) with MIG on, DynamicMIG: is the full GPU announced?
-AMPERE_FULL_WITH_MIG_ON = {"nvidia-v25.12": True, "nvidia-v0.4": False}
-# (health event, xid) -> taint, v0.4 only.
+AMPERE_FULL_WITH_MIG_ON = {"nvidia-v25.12": True, "nvidia-v0.4": False, "nvidia-v0.5": False}
+# (health event, xid) -> taint, v0.4 and v0.5.
 TAINTS = {
     ("xid", 79): {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"},
     ("xid", 13): {"key": "gpu.nvidia.com/xid", "value": "13", "effect": "None"},

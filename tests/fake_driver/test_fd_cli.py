@@ -27,7 +27,7 @@ def _write(tmp_path: Path, text: str) -> str:
         (
             "pools: [{name: x, profile: t4, gpus: 1, personality: nvidia-v9}]",
             "pool 'x': unknown personality 'nvidia-v9'; valid choices: example-v0.4, nvidia-v0.4, "
-            "nvidia-v25.12, nvidia-v25.3, nvidia-v25.8",
+            "nvidia-v0.5, nvidia-v25.12, nvidia-v25.3, nvidia-v25.8",
         ),
         (
             "pools: [{name: x, profile: t4, gpus: 1, colour: red}]",

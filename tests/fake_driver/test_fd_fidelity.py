@@ -20,7 +20,7 @@ from tests.fake_driver import fidelity as g
 
 Obj = dict[str, Any]
 MINOR = (1, 35)
-NVIDIA = ("nvidia-v25.3", "nvidia-v25.8", "nvidia-v25.12", "nvidia-v0.4")
+NVIDIA = ("nvidia-v25.3", "nvidia-v25.8", "nvidia-v25.12", "nvidia-v0.4", "nvidia-v0.5")
 LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb"]
 
 
@@ -118,6 +118,14 @@ CHECKS = {
     "nvidia-v25.8": (_full_gpu, _static_mig, _chart_guard),
     "nvidia-v25.12": (_full_gpu, _static_mig, _dynamic_mig, _chart_guard),
     "nvidia-v0.4": (
+        _full_gpu,
+        _static_mig,
+        _dynamic_mig,
+        _taints,
+        _health_refused_with_dynamic_mig,
+        _chart_guard,
+    ),
+    "nvidia-v0.5": (
         _full_gpu,
         _static_mig,
         _dynamic_mig,

@@ -16,7 +16,7 @@ from fake_driver.personalities import PERSONALITIES
 from fake_driver.profiles import PROFILES
 from fake_driver.slices import RenderedPool, render_node
 
-NVIDIA = ("nvidia-v25.3", "nvidia-v25.8", "nvidia-v25.12", "nvidia-v0.4")
+NVIDIA = ("nvidia-v25.3", "nvidia-v25.8", "nvidia-v25.12", "nvidia-v0.4", "nvidia-v0.5")
 MIG_PROFILES = tuple(k for k, p in PROFILES.items() if p.mig_capable)
 
 S, INT, V = "string", "int", "version"
@@ -36,6 +36,7 @@ FULL_GPU = {
     "nvidia-v25.8": {**_BASE, "pcieBusID": S},
     "nvidia-v25.12": {**_BASE, "resource.kubernetes.io/pciBusID": S, "addressingMode": S},
     "nvidia-v0.4": {**_BASE, "resource.kubernetes.io/pciBusID": S, "addressingMode": S},
+    "nvidia-v0.5": {**_BASE, "resource.kubernetes.io/pciBusID": S, "addressingMode": S},
 }
 # tests/bats/test_gpu_basic.bats @ HEAD, verbatim.
 BATS_FULL = set(
@@ -89,6 +90,13 @@ STATIC_MIG = {
         "addressingMode": S,
     },
     "nvidia-v0.4": {
+        **_BASE,
+        "parentUUID": S,
+        "profile": S,
+        "resource.kubernetes.io/pciBusID": S,
+        "addressingMode": S,
+    },
+    "nvidia-v0.5": {
         **_BASE,
         "parentUUID": S,
         "profile": S,

@@ -126,7 +126,7 @@ class RealNode:
         (n.root / "kubelet.yaml").write_text(kubelet_config(n, self.ca.cert, self.spec.gates))
         if self.driver_root is not None and self.spec.external is not None:
             make_root(
-                self.spec.external.spec.root,
+                self.spec.external.spec.root_for(self.spec.external.version),
                 self.driver_root,
                 n.name,
                 self.spec.profile,

@@ -1,0 +1,3 @@
+module github.com/NVIDIA/go-nvfm
+
+go 1.24
