@@ -1,4 +1,4 @@
-"""The scan's ClusterRole has one source: the rules in harness.scan.cluster; the file users
+"""The scan's ClusterRole has one source: the rules in harness.scan.read; the file users
 apply (deploy/scan/clusterrole.yaml) is generated from them and kept equal here."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import yaml
 
 from harness.core.versions import REPO_ROOT
-from harness.scan.cluster import SCAN_RBAC_RULES, clusterrole_yaml
+from harness.scan.read import SCAN_RBAC_RULES, clusterrole_yaml
 
 FILE = REPO_ROOT / "deploy" / "scan" / "clusterrole.yaml"
 

@@ -134,7 +134,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from harness.scan.render import render_markdown
 
     if args.print_clusterrole:
-        from harness.scan.cluster import clusterrole_yaml
+        from harness.scan.read import clusterrole_yaml
 
         print(clusterrole_yaml(), end="")
         return 0

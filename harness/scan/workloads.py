@@ -1,7 +1,7 @@
 """The workloads the scan reads besides pods: every controller whose pod template may ask for a
 GPU name, so a CronJob between runs or a Deployment scaled to zero is judged before its next
 pod stays Pending. Read-only, with the list verbs the scan's ClusterRole grants
-(harness.scan.cluster.SCAN_RBAC_RULES)."""
+(harness.scan.read.SCAN_RBAC_RULES)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ from harness.kit.kube import Kube
 from harness.kit.objects import Created
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
 from harness.kit.waits import TIMEOUTS, assert_stays
-from harness.scan.cluster import read_state, stranded_claims
+from harness.scan.cluster import stranded_claims
+from harness.scan.read import read_state
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource")]
 

@@ -18,8 +18,8 @@ from harness.kit import kinds
 from harness.kit.drastate import claims_of
 from harness.kit.kube import Kube
 from harness.kit.pods import scheduling_message, unschedulable_reasons, wait_phase, wait_unschedulable
-from harness.scan import cluster as scan
 from harness.scan.cluster import leftover_device_plugin_resource
+from harness.scan.read import read_state
 
 pytestmark = [pytest.mark.feature_gate("DRAExtendedResource"), pytest.mark.bridged]
 
@@ -40,7 +40,7 @@ def test_a_node_the_device_plugin_left_takes_bridged_pods_from_1_35(
     assert kube.get(*kinds.NODE, node)["status"]["allocatable"][gpu] == "0"
     kube.create(b.legacy_pod("bridged", namespace, gpu, 2, node_selector=fleet.node_selector))
 
-    findings = leftover_device_plugin_resource(scan.read_state(kube), gpu)
+    findings = leftover_device_plugin_resource(read_state(kube), gpu)
     leftover = [f.check for f in findings if f.subject == f"node/{node}"]
     if not bridge_reaches_nodes_a_device_plugin_left(cell.number):
         assert leftover == ["device-plugin-leftover"]  # the scan names the node beforehand
