@@ -47,7 +47,7 @@ mutants: venv
 
 # The mutants alone: their builds' failure lines, then qualify of each on a real node (~7 min).
 test-mutants: mutants
-	$(BIN)/pytest tests/test_mutantparts.py tests/e2e/test_qualify_mutants.py -n 0 $(PYTEST_ARGS)
+	$(BIN)/pytest tests/harness/controlplane/test_mutantparts.py tests/e2e/test_qualify_mutants.py -n 0 $(PYTEST_ARGS)
 
 # The kind path's engine where Docker is absent: Debian's dockerd (versions.toml [kind] engine_apt).
 # kind itself goes into .venv/bin (where the provider finds it) at versions.toml's release.
@@ -95,10 +95,10 @@ parts: venv
 	$(BIN)/dra-harness parts build test
 
 # The README's test command: lint, every part, then the harness's own tests and the suites on
-# the local cluster, in xdist workers (fixtures/scheduling.py keeps whole-cluster tests apart).
+# the local cluster, in xdist workers (fixtures/parallel/scheduling.py keeps whole-cluster tests apart).
 # Each phase prints its time (.ci/phase).
 TEST_WORKERS ?= 4
-# The real-plugin comparisons (fixtures/realplugins.py) must run: a skip of one fails the run.
+# The real-plugin comparisons (fixtures/real/realplugins.py) must run: a skip of one fails the run.
 # A host that cannot run them leaves them out only when told, with the reason printed at the
 # start: make test EXCLUDE_REAL_PLUGINS='no root on this runner' (docs/building.md).
 EXCLUDE_REAL_PLUGINS ?=
@@ -117,12 +117,12 @@ test: venv
 # --target 1.38, the kubelet skew table under 1.38), which also need upgradeparts' kubelets.
 test-minors: upgradeparts
 	$(BIN)/dra-harness controlplane build -k all
-	$(BIN)/pytest --every-minor suites/deploy tests/test_kind_config.py tests/test_go_toolchain.py \
+	$(BIN)/pytest --every-minor suites/deploy tests/harness/clusters/test_kind_config.py tests/harness/controlplane/test_go_toolchain.py \
 		tests/e2e/test_cluster_real_nodes.py $(PYTEST_ARGS)
 	$(BIN)/pytest --every-minor -m every_minor suites/upgrade $(PYTEST_ARGS)
 
 # The Helm chart's tests with helm built from the module proxy (versions.toml [tools.helm]): its cold
-# build (~13 min) is kept out of `make test`, which leaves these tests out. tests/test_chart.py
+# build (~13 min) is kept out of `make test`, which leaves these tests out. tests/harness/chart/test_chart.py
 # (no cluster), tests/e2e/test_chart_install.py (a local cluster, kwok fleet) and
 # tests/e2e/test_chart_kind.py (`helm install` on a kind cluster of the harness's engine: the
 # plugins in pods on the workers, a claim pod and a bridged pod see their GPUs, uninstall leaves
@@ -130,7 +130,7 @@ test-minors: upgradeparts
 # naming the target without them).
 test-chart: controlplane
 	$(BIN)/dra-harness tool path helm
-	$(BIN)/pytest tests/test_chart.py tests/e2e/test_chart_install.py tests/e2e/test_chart_kind.py \
+	$(BIN)/pytest tests/harness/chart/test_chart.py tests/e2e/test_chart_install.py tests/e2e/test_chart_kind.py \
 		$(PYTEST_ARGS)
 
 # NVIDIA's real DRA driver alone (gpu-kubelet-plugin v0.4.1 and v0.5.0, the NVML stand-in
@@ -143,8 +143,8 @@ test-chart: controlplane
 NVIDIA_DRIVERS := nvidia@v0.4.1 nvidia@v0.5.0
 test-nvidia: nodeparts
 	$(BIN)/dra-harness parts build drivers $(NVIDIA_DRIVERS:%=--driver=%)
-	$(BIN)/pytest tests/test_nvml_exports.py tests/test_nvidia_root.py tests/test_nvidia_mig_root.py \
-		tests/test_nvml_dynamic_mig.py tests/e2e/test_nvidia_real_driver.py \
+	$(BIN)/pytest tests/nvmlstub/test_nvml_exports.py tests/harness/clusters/test_nvidia_root.py tests/harness/clusters/test_nvidia_mig_root.py \
+		tests/nvmlstub/test_nvml_dynamic_mig.py tests/e2e/test_nvidia_real_driver.py \
 		tests/e2e/test_nvidia_dynamic_mig.py -n 0 $(PYTEST_ARGS)
 
 # `dra-harness qualify` as its in-cluster Job (deploy/qualify) on a kind cluster of our own with the

@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from fake_driver import installer, legacy
-from fake_driver.fleet import load_fleet
+from fake_driver.fleetspec.fleet import load_fleet
+from fake_driver.publishing import installer, legacy
 from harness.clusters.named import records
 from harness.clusters.nodes import KwokPoolSpec, node_manifest
 from harness.core.versions import REPO_ROOT

@@ -24,8 +24,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from fake_driver.fleet import Fleet, fleet_from_dict
-from fake_driver.publisher import Publisher
+from fake_driver.fleetspec.fleet import Fleet, fleet_from_dict
+from fake_driver.publishing.publisher import Publisher
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.nodes import KWOK_ANNOTATION, KwokPoolSpec, node_manifest
 from harness.kit import kinds

@@ -1,5 +1,5 @@
 import sys
 
-from fake_driver.cli import main
+from fake_driver.command.cli import main
 
 sys.exit(main())

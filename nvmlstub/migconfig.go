@@ -7,7 +7,7 @@ import (
 )
 
 // MigProfile is one GPU-instance profile as NVML reports it (nvmlGpuInstanceProfileInfo_t and
-// nvmlDeviceGetGpuInstancePossiblePlacements), from a fake_driver.profiles MigProfile.
+// nvmlDeviceGetGpuInstancePossiblePlacements), from a fake_driver.facts.profiles MigProfile.
 type MigProfile struct {
 	Name            string `json:"name"`   // what go-nvlib must name it ("1g.10gb+me"): checked
 	Index           int    `json:"index"`  // NVML_GPU_INSTANCE_PROFILE_* (the argument callers pass)

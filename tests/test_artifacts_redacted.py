@@ -16,7 +16,7 @@ import yaml
 from harness.kit import builders as b
 from harness.kit.kube import Kube
 from harness.reports.diagnostics import collect_diagnostics
-from tests.cli import run_cli, run_suite_file
+from tests.support.cli import run_cli, run_suite_file
 
 BEARER = "eyJplantedBearer.cGF5bG9hZA.c2lnbmF0dXJl"
 TOKEN = "plantedTokenEq7f3a9c"

@@ -2,7 +2,7 @@
 
 Every row holds the same promise: the exit code it names, one line on stderr that says what is
 wrong (nothing at all for a closed pipe), no traceback, nothing left running, no build started
-and no report written. The rows run in parallel subprocesses (tests/badinput.py); each test
+and no report written. The rows run in parallel subprocesses (tests/support/badinput/common.py); each test
 then checks its row.
 """
 
@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from harness.core.layout import REPORTS
-from tests.badinput import SUMMARY, Outcome, Row, files, run_row, summary, versions
-from tests.badinput_bounds import BOUNDS
-from tests.badinput_fake_driver import FAKE_DRIVER, NOT_A_DIR, PLUGINS, F
-from tests.badinput_hostile import HOSTILE
-from tests.badinput_lifecycle import LIFECYCLE
-from tests.badinput_standin import STANDIN_ROWS
-from tests.badinput_upgrade import CLUSTER_UPGRADE, UPGRADE
+from tests.support.badinput.bounds import BOUNDS
+from tests.support.badinput.common import SUMMARY, Outcome, Row, files, run_row, summary, versions
+from tests.support.badinput.fakedriver import FAKE_DRIVER, NOT_A_DIR, PLUGINS, F
+from tests.support.badinput.hostile import HOSTILE
+from tests.support.badinput.lifecycle import LIFECYCLE
+from tests.support.badinput.standin import STANDIN_ROWS
+from tests.support.badinput.upgrade import CLUSTER_UPGRADE, UPGRADE
 
 SKIPPED_FOR_WEATHER = (SUMMARY % ("1.37", "skipped", "1.0")).replace(
     '"message": ""', '"message": "", "reasons": [{"kind": "weather"}]'

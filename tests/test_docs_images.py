@@ -9,7 +9,7 @@ import json
 import pytest
 
 from harness.core.versions import REPO_ROOT
-from tests.docs_images import IMAGES, INPUTS, MAX_BYTES, inputs_hash
+from tests.support.docs_images import IMAGES, INPUTS, MAX_BYTES, inputs_hash
 
 
 @pytest.mark.parametrize("name", sorted(INPUTS))

@@ -18,7 +18,7 @@ from harness.readiness.catalog import CHECK_IDS
 from harness.readiness.status import Status
 from harness.reports.summary import TestRecord
 from harness.reports.verdicts import Word, cell_word
-from tests.cli import run_suite_file
+from tests.support.cli import run_suite_file
 
 FLAKY_TESTS = """
 from pathlib import Path

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fake_driver.cli import main as fake_driver_main
-from fake_driver.kubeconfig import check_kubeconfig
+from fake_driver.api.kubeconfig import check_kubeconfig
+from fake_driver.command.cli import main as fake_driver_main
 from harness.cli.main import main as harness_main
 from harness.core.versions import REPO_ROOT
 

@@ -14,19 +14,19 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from fake_driver.cliargs import OneLineParser, node_name, positive_float
+from fake_driver.api.kube import as_rest
+from fake_driver.command.cliargs import OneLineParser, node_name, positive_float
+from fake_driver.core.errors import FakeDriverError, cli_main
+from fake_driver.core.stopsignal import StopSignal
 from fake_driver.deviceplugin.server import (
     DEFAULT_PLUGIN_DIR,
     KUBELET_SOCKET,
     DevicePluginServer,
     socket_name,
 )
-from fake_driver.errors import FakeDriverError, cli_main
-from fake_driver.fleet import load_fleet
-from fake_driver.kube import as_rest
+from fake_driver.fleetspec.fleet import load_fleet
 from fake_driver.kubeletplugin.main import POOL_LABEL, api_client, check_dir, check_sockets, resolve_node
-from fake_driver.legacy import LEGACY_RESOURCE
-from fake_driver.stopsignal import StopSignal
+from fake_driver.publishing.legacy import LEGACY_RESOURCE
 
 PROG = "fake_driver.deviceplugin"
 

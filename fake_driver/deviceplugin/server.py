@@ -22,11 +22,11 @@ import grpc
 
 from fake_driver._generated import deviceplugin_v1beta1_pb2 as pb
 from fake_driver._generated import deviceplugin_v1beta1_pb2_grpc as pb_grpc
-from fake_driver.errors import FakeDriverError
-from fake_driver.fleet import NodeSpec
-from fake_driver.legacy import LEGACY_RESOURCE
-from fake_driver.slices import PhysicalGpu, physical_gpus
-from fake_driver.stopsignal import STOP_BOUND_SECONDS
+from fake_driver.core.errors import FakeDriverError
+from fake_driver.core.stopsignal import STOP_BOUND_SECONDS
+from fake_driver.fleetspec.fleet import NodeSpec
+from fake_driver.publishing.legacy import LEGACY_RESOURCE
+from fake_driver.rendering.slices import PhysicalGpu, physical_gpus
 
 API_VERSION = "v1beta1"
 DEFAULT_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")

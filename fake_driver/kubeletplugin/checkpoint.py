@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fake_driver.errors import FakeDriverError
+from fake_driver.core.errors import FakeDriverError
 
 CHECKPOINT_VERSION = 1
 CHECKPOINT_FILE = "checkpoint.json"

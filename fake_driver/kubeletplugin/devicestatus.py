@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from fake_driver.errors import FakeDriverError
-from fake_driver.kube import ApiError, Obj, as_rest
+from fake_driver.api.kube import ApiError, Obj, as_rest
+from fake_driver.core.errors import FakeDriverError
 from fake_driver.kubeletplugin.checkpoint import PreparedDevice
 
 CLAIM_STATUS = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}/status"

@@ -20,11 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fake_driver import apilimits
-from fake_driver.cliargs import OneLineParser, known_minor, node_name
-from fake_driver.errors import FakeDriverError, cli_main
-from fake_driver.fleet import Fleet, NodeSpec, load_fleet
-from fake_driver.kube import as_rest, server_minor
+from fake_driver.api import apilimits
+from fake_driver.api.kube import as_rest, server_minor
+from fake_driver.command.cliargs import OneLineParser, known_minor, node_name
+from fake_driver.core.errors import FakeDriverError, cli_main
+from fake_driver.core.paths import socket_problem, unwritable
+from fake_driver.core.stopsignal import StopSignal
+from fake_driver.fleetspec.fleet import Fleet, NodeSpec, load_fleet
 from fake_driver.kubeletplugin.devicestatus import ApiStatusWriter
 from fake_driver.kubeletplugin.plugin import (
     ApiClaimSource,
@@ -41,8 +43,6 @@ from fake_driver.kubeletplugin.server import (
     claim_sockets,
     socket_paths,
 )
-from fake_driver.paths import socket_problem, unwritable
-from fake_driver.stopsignal import StopSignal
 
 PROG = "fake_driver.kubeletplugin"
 POOL_LABEL = "dra-harness.io/pool"
@@ -111,7 +111,7 @@ def instance_uid(text: str) -> str:
 
 
 def api_client(kubeconfig: str | None) -> Any:
-    from fake_driver.apiclient import in_cluster_api_client, new_api_client
+    from fake_driver.api.apiclient import in_cluster_api_client, new_api_client
 
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         return in_cluster_api_client()
@@ -191,7 +191,7 @@ def run(argv: Sequence[str] | None = None, stop: threading.Event | None = None) 
         )
         publisher = None
         if api is not None and not args.no_publish:
-            from fake_driver.publisher import Publisher
+            from fake_driver.publishing.publisher import Publisher
 
             publisher = Publisher(api, Fleet((node.pool,)), minor)
             result = publisher.publish_node(node.name)

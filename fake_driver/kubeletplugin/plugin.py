@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from fake_driver.apilimits import Minor
-from fake_driver.errors import FakeDriverError
-from fake_driver.fleet import NodeSpec
-from fake_driver.kube import Obj, as_rest
+from fake_driver.api.apilimits import Minor
+from fake_driver.api.kube import Obj, as_rest
+from fake_driver.core.errors import FakeDriverError
+from fake_driver.fleetspec.fleet import NodeSpec
 from fake_driver.kubeletplugin import cdi, checkpoint
 from fake_driver.kubeletplugin.checkpoint import PreparedClaim, PreparedDevice
-from fake_driver.slices import RenderedPool, render_node
+from fake_driver.rendering.slices import RenderedPool, render_node
 
 RESOURCE_CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
 ANY_CLAIM = "*"

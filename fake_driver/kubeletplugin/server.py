@@ -43,10 +43,10 @@ from fake_driver._generated import (
     pluginregistration_v1_pb2,
     pluginregistration_v1_pb2_grpc,
 )
-from fake_driver.errors import FakeDriverError, InUseError
+from fake_driver.core.errors import FakeDriverError, InUseError
+from fake_driver.core.paths import socket_problem
+from fake_driver.core.stopsignal import STOP_BOUND_SECONDS
 from fake_driver.kubeletplugin.plugin import ClaimRef, ClaimResult, InjectedGrpcError, KubeletPlugin
-from fake_driver.paths import socket_problem
-from fake_driver.stopsignal import STOP_BOUND_SECONDS
 
 DEFAULT_REGISTRY_DIR = Path("/var/lib/kubelet/plugins_registry")
 DEFAULT_PLUGINS_DIR = Path("/var/lib/kubelet/plugins")

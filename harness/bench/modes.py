@@ -17,9 +17,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from fake_driver.fleet import Fleet, fleet_from_dict
-from fake_driver.profiles import get_profile
-from fake_driver.publisher import Publisher
+from fake_driver.facts.profiles import get_profile
+from fake_driver.fleetspec.fleet import Fleet, fleet_from_dict
+from fake_driver.publishing.publisher import Publisher
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.nodes import KwokPoolSpec, node_manifest, node_ready
 from harness.kit import builders as b

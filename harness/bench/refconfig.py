@@ -15,8 +15,8 @@ import copy
 import json
 from dataclasses import dataclass
 
-from fake_driver.apilimits import parse_minor
-from fake_driver.slices import render_node
+from fake_driver.api.apilimits import parse_minor
+from fake_driver.rendering.slices import render_node
 from harness.bench.modes import (
     GPU,
     GPUS_PER_NODE,

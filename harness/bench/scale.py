@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fake_driver.fleet import MAX_NODES_PER_FLEET
+from fake_driver.fleetspec.fleet import MAX_NODES_PER_FLEET
 from harness.bench.modes import GPUS_PER_NODE, MODES
 from harness.bench.profile import summarize_profile
 from harness.bench.refconfig import render

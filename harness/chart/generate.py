@@ -1,7 +1,7 @@
 """One source for the fake driver's deployment: the chart's facts come from fake_driver (the
 personalities' DeviceClasses and drivers, the GPUs' MIG profiles, the values schema's names), and
 deploy/manifests is `helm template` of the chart with deploy/manifests.values.yaml.
-`dra-harness chart generate` writes both; tests/test_chart.py keeps them equal to the tree."""
+`dra-harness chart generate` writes both; tests/harness/chart/test_chart.py keeps them equal to the tree."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from fake_driver.deviceclasses import render_device_classes
-from fake_driver.fleet import MAX_GPUS_PER_NODE, MAX_REPLICAS, MIG_MODES
-from fake_driver.personalities import PERSONALITIES
-from fake_driver.profiles import PROFILES
+from fake_driver.facts.personalities import PERSONALITIES
+from fake_driver.facts.profiles import PROFILES
+from fake_driver.fleetspec.fleet import MAX_GPUS_PER_NODE, MAX_REPLICAS, MIG_MODES
+from fake_driver.rendering.deviceclasses import render_device_classes
 from harness.chart.helm import helm_ok
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT
@@ -52,7 +52,7 @@ def _bool() -> dict[str, str]:
 
 
 def pool_schema() -> dict[str, Any]:
-    """A pool of the fake driver's fleet format (fake_driver/fleet.py); names from fake_driver."""
+    """A pool of the fake driver's fleet format (fake_driver/fleetspec/fleet.py); names from fake_driver."""
     strings = {"type": "array", "items": {"type": "string", "minLength": 1}}
     mig = {
         "type": "object",
@@ -151,14 +151,14 @@ def chart_files() -> dict[Path, str]:
     """The chart's generated files (path relative to the chart -> content)."""
     files: dict[Path, str] = {
         Path("values.schema.json"): json.dumps(values_schema(), indent=2) + "\n",
-        Path("files/personalities.yaml"): GENERATED.format(source="fake_driver/personalities.py")
+        Path("files/personalities.yaml"): GENERATED.format(source="fake_driver/facts/personalities.py")
         + _yaml({name: p.driver for name, p in PERSONALITIES.items()}),
-        Path("files/gpus.yaml"): GENERATED.format(source="fake_driver/profiles.py")
+        Path("files/gpus.yaml"): GENERATED.format(source="fake_driver/facts/profiles.py")
         + _yaml({name: [m.name for m in p.mig_profiles] for name, p in PROFILES.items()}),
     }
     for name, p in PERSONALITIES.items():
         files[Path(f"files/deviceclasses/{name}.yaml")] = GENERATED.format(
-            source="fake_driver/deviceclasses.py"
+            source="fake_driver/rendering/deviceclasses.py"
         ) + _yaml(render_device_classes(p))  # one list: the template reads it with fromYamlArray
     return files
 

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fake_driver.cliargs import nonempty, nonempty_csv, positive_float, positive_int
-from fake_driver.fleet import MAX_GPUS_PER_NODE
+from fake_driver.command.cliargs import nonempty, nonempty_csv, positive_float, positive_int
+from fake_driver.fleetspec.fleet import MAX_GPUS_PER_NODE
 from harness.bench.present import format_summary
 from harness.core.errors import HarnessError
 from harness.core.outputs import check_output

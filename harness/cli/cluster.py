@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TypeAlias
 
-from fake_driver.cliargs import OneLineParser, nonempty
+from fake_driver.command.cliargs import OneLineParser, nonempty
 from harness.cli.upgrade import cmd_cluster_upgrade
 from harness.core.errors import HarnessError
 from harness.core.versions import load_matrix

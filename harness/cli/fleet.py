@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fake_driver.cliargs import nonempty
+from fake_driver.command.cliargs import nonempty
 
 
 def cmd_fleet_export(args: argparse.Namespace) -> int:
-    from fake_driver.errors import FakeDriverError
-    from fake_driver.profiles import get_profile
+    from fake_driver.core.errors import FakeDriverError
+    from fake_driver.facts.profiles import get_profile
     from harness.core.errors import HarnessError
     from harness.core.outputs import check_output
     from harness.kit.kube import Kube, kubeconfig_files

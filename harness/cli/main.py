@@ -33,8 +33,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from fake_driver.cliargs import OneLineParser, nonempty, nonnegative_int, positive_int
-from fake_driver.errors import end_quietly_on_broken_pipe
+from fake_driver.command.cliargs import OneLineParser, nonempty, nonnegative_int, positive_int
+from fake_driver.core.errors import end_quietly_on_broken_pipe
 from harness.cli.bench import add_bench_curve_parser, add_bench_parser
 from harness.cli.chart import add_chart_parsers
 from harness.cli.cluster import Subparsers, add_cluster_parsers

@@ -303,7 +303,7 @@ def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
         # make lint builds it before the parts (so it is cached here); helm is not a part of
         # `make test` (~13 min cold): `make test-chart` builds it
         _tool_part("actionlint"),
-        # the scan's krew manifest (tests/test_krew.py, suites/scan)
+        # the scan's krew manifest (tests/harness/scan/test_krew.py, suites/scan)
         _tool_part("krew"),
         _tool_part("validate-krew-manifest"),
     ]

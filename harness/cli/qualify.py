@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from fake_driver.cliargs import nonempty
+from fake_driver.command.cliargs import nonempty
 
 
 def _from_spec(args: argparse.Namespace) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fake_driver.cliargs import OneLineParser, nonempty
+from fake_driver.command.cliargs import OneLineParser, nonempty
 from harness.clusters.host.processes import one_line_errors
 from harness.clusters.host.rundirs import session_run_dir
 from harness.clusters.local.cluster import LocalCluster

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from fake_driver.cliargs import nonempty, positive_float
+from fake_driver.command.cliargs import nonempty, positive_float
 from harness.core.errors import HarnessError
 from harness.core.outputs import check_output
 

@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from fake_driver.ownership import RUN_ENV
+from fake_driver.api.ownership import RUN_ENV
 from harness.clusters.host.processes import run_child
 from harness.core.cells import Cell
 from harness.core.errors import HarnessError

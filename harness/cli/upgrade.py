@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fake_driver.cliargs import nonempty
+from fake_driver.command.cliargs import nonempty
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:

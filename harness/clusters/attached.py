@@ -1,5 +1,5 @@
 """A cluster another process of the same run started and will stop: the view an xdist worker
-gets of the session cluster its owner worker started (fixtures.shared). Same provider name,
+gets of the session cluster its owner worker started (fixtures.parallel.shared). Same provider name,
 kubeconfig and cell as the owner's; start and stop do nothing."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from fake_driver.ownership import is_owned, owner_labels
+from fake_driver.api.ownership import is_owned, owner_labels
 from harness.kit import kinds
 from harness.kit.kube import Kube, NotFoundError, Obj
 from harness.kit.waits import TIMEOUTS, wait_for

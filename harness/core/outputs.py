@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fake_driver.paths import unwritable
+from fake_driver.core.paths import unwritable
 from harness.core.errors import HarnessError
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from fake_driver.keydir import private_dir
+from fake_driver.api.keydir import private_dir
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # Where the token, ca.crt and namespace are, when not the kubelet's mount (tests use it).

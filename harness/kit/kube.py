@@ -32,9 +32,9 @@ from kubernetes.dynamic.exceptions import (
 from kubernetes.dynamic.resource import Resource
 from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 
-from fake_driver.apiclient import API_ERRORS, describe_failure, describe_status, new_api_client
-from fake_driver.errors import ClusterError
-from fake_driver.kubeconfig import check_kubeconfig, kubeconfig_paths
+from fake_driver.api.apiclient import API_ERRORS, describe_failure, describe_status, new_api_client
+from fake_driver.api.kubeconfig import check_kubeconfig, kubeconfig_paths
+from fake_driver.core.errors import ClusterError
 from harness.core.errors import HarnessError
 from harness.kit import kinds
 from harness.kit.waits import TIMEOUTS

@@ -43,7 +43,7 @@ class Timeouts:
     stays_unbound: float = 8.0
     # Every API request, connecting (TCP and TLS) and then waiting for the answer, each: far
     # above what a healthy API server takes, well below the 30 s in which a CLI must fail.
-    # A watch waits its timeoutSeconds on top (fake_driver.apiclient.request_timeout).
+    # A watch waits its timeoutSeconds on top (fake_driver.api.apiclient.request_timeout).
     api_request: float = 15.0
     # A pod only the scheduler's unschedulable-queue flush retries: kept there at most
     # DefaultPodMaxInUnschedulablePodsDuration (5 min), flushed every 30 s (kubernetes
@@ -56,7 +56,7 @@ class Timeouts:
     # longest suites test, a real-node one, takes about a minute alone; more under load).
     workers_detach: float = 900.0
     # A quiet-host test waiting for the real-node modules another xdist worker of its run is
-    # running (fixtures.scheduling: the longest takes about two minutes alone).
+    # running (fixtures.parallel.scheduling: the longest takes about two minutes alone).
     sibling_real_nodes: float = 900.0
 
 

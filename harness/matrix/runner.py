@@ -50,7 +50,7 @@ from harness.reports.verdicts import Word, cell_word
 
 DEFAULT_JOBS = 2
 ISOLATED = ("-p", "no:cacheprovider")  # cells in parallel share no pytest cache
-# The cells' progress lines (fixtures/progress.py) in their logs, read for the display.
+# The cells' progress lines (fixtures/artifacts/progress.py) in their logs, read for the display.
 PROGRESS_EVERY = ("--progress-interval=10",)
 _PROGRESS = re.compile(rb"progress [^:\n]+: ([^\r\n]+)")
 # A real-driver cell's process (a command: it joins clusters and qualify, which this product

@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Sequence
 
-from fake_driver.personalities import PERSONALITIES
+from fake_driver.facts.personalities import PERSONALITIES
 from harness.core.cells import Cell, MatrixError
 from harness.core.drivers import driver_ref, is_driver_ref, load_drivers
 from harness.core.errors import HarnessError

@@ -40,7 +40,7 @@ def _by_cell(entries: list[Entry]) -> list[tuple[str, list[Entry]]]:
 
 def checked(cells: list[str]) -> list[tuple[str, str]]:
     """Each fake personality the cells (<minor>/<personality>/<profile>) name, with how it was
-    checked (fake_driver.personalities provenance); real drivers and unknown names left out."""
+    checked (fake_driver.facts.personalities provenance); real drivers and unknown names left out."""
     names = dict.fromkeys(c.split("/")[1] for c in cells if c.count("/") == 2)
     return [(n, why) for n in names if (why := personality_provenance(n))]
 

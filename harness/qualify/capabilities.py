@@ -104,7 +104,7 @@ CAPABILITIES: tuple[Capability, ...] = (
 
 # Tests qualify runs that decide no capability: what they check is the cluster's, not the
 # driver's. Every other suite test qualify runs belongs to exactly one capability
-# (tests/test_qualify.py collects the suites and holds both lists to that).
+# (tests/harness/qualify/test_qualify.py collects the suites and holds both lists to that).
 ABOUT_THE_CLUSTER: dict[str, str] = {
     "suites/bridging/test_extended_resource_name.py::*": (
         "the API server's validation of a DeviceClass's extendedResourceName; no driver is involved"

@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fake_driver.apilimits import parse_minor
-from fake_driver.errors import FakeDriverError
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.personalities import PERSONALITIES
-from fake_driver.slices import render_node
+from fake_driver.api.apilimits import parse_minor
+from fake_driver.core.errors import FakeDriverError
+from fake_driver.facts.personalities import PERSONALITIES
+from fake_driver.fleetspec.fleet import fleet_from_dict
+from fake_driver.rendering.slices import render_node
 from harness.kit.kube import Obj
 
 Shape = dict[str, str]  # name -> type (string, int, bool, version, quantity)

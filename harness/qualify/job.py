@@ -76,7 +76,7 @@ def job_objects(image: str = HARNESS_IMAGE) -> list[Obj]:
 
 
 def job_yaml() -> str:
-    """deploy/qualify/job.yaml's text (tests/test_qualify_job.py keeps the file equal)."""
+    """deploy/qualify/job.yaml's text (tests/harness/qualify/test_qualify_job.py keeps the file equal)."""
     head = "# kubectl apply -f deploy/qualify/rbac.yaml -f deploy/qualify/job.yaml (after editing the env)\n"
     head += "# (generated: dra-harness qualify --print-job > deploy/qualify/job.yaml).\n"
     return head + yaml.safe_dump_all(job_objects(), sort_keys=False)

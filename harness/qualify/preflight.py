@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE
+from fake_driver.api.ownership import OWNER_LABEL, OWNER_VALUE
 from harness.kit import kinds
 from harness.kit.checks.detectors import detect_ambiguous_mappings, mapping_claimants
 from harness.kit.kube import API_ERRORS, Kube, Obj

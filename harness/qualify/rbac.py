@@ -76,7 +76,7 @@ def rbac_objects(name: str = NAME, namespace: str = NAMESPACE) -> list[Obj]:
 
 
 def rbac_yaml() -> str:
-    """deploy/qualify/rbac.yaml's text (tests/test_qualify_rbac.py keeps the file equal)."""
+    """deploy/qualify/rbac.yaml's text (tests/harness/qualify/test_qualify_rbac.py keeps the file equal)."""
     head = "# What the in-cluster `dra-harness qualify` Job may do (generated:\n"
     head += "# dra-harness qualify --print-rbac > deploy/qualify/rbac.yaml).\n"
     return head + yaml.safe_dump_all(rbac_objects(), sort_keys=False)

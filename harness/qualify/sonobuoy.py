@@ -37,7 +37,8 @@ def plugin_manifest(image: str = HARNESS_IMAGE) -> Obj:
 
 
 def plugin_yaml() -> str:
-    """deploy/qualify/sonobuoy-plugin.yaml's text (tests/test_qualify_sonobuoy.py keeps it equal)."""
+    """deploy/qualify/sonobuoy-plugin.yaml's text (tests/harness/qualify/test_qualify_sonobuoy.py keeps it
+    equal)."""
     head = "# sonobuoy run --plugin deploy/qualify/sonobuoy-plugin.yaml \\\n"
     head += "#     --plugin-env dra-qualify.DRIVER_NAME=... --plugin-env dra-qualify.DEVICE_CLASS=...\n"
     head += (

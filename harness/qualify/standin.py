@@ -21,15 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fake_driver.apilimits import parse_minor
-from fake_driver.cliargs import OneLineParser, nonempty
-from fake_driver.deviceclasses import render_device_classes
-from fake_driver.errors import FakeDriverError
-from fake_driver.fleet import Fleet, fleet_from_dict
-from fake_driver.kube import as_rest
-from fake_driver.ownership import OWNED_SELECTOR, check_not_foreign, is_owned
-from fake_driver.personalities import get_personality
-from fake_driver.slices import render_node
+from fake_driver.api.apilimits import parse_minor
+from fake_driver.api.kube import as_rest
+from fake_driver.api.ownership import OWNED_SELECTOR, check_not_foreign, is_owned
+from fake_driver.command.cliargs import OneLineParser, nonempty
+from fake_driver.core.errors import FakeDriverError
+from fake_driver.facts.personalities import get_personality
+from fake_driver.fleetspec.fleet import Fleet, fleet_from_dict
+from fake_driver.rendering.deviceclasses import render_device_classes
+from fake_driver.rendering.slices import render_node
 from harness.clusters.host.processes import one_line_errors
 from harness.clusters.nodes import KwokPoolSpec, create_pool
 from harness.core.errors import HarnessError

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fake_driver.personalities import PERSONALITIES
+from fake_driver.facts.personalities import PERSONALITIES
 from harness.core.drivers import is_driver_ref
 from harness.core.errors import HarnessError
 from harness.core.redaction import redact, redact_obj
@@ -119,7 +119,7 @@ class CellSummary:
         }
 
 
-# What the cell's nodes were (fixtures.reporting's "nodes" key): the header says it in words.
+# What the cell's nodes were (fixtures.artifacts.reporting's "nodes" key): the header says it in words.
 NODES_TEXT = {
     "kwok": "simulated nodes (kwok) of a local control plane; the node suites on real kubelets of their own",
     "real": "real kubelets of a local control plane",
@@ -129,7 +129,7 @@ NODES_TEXT = {
 
 
 def personality_provenance(name: str) -> str:
-    """How the personality's rendering was checked (fake_driver.personalities, its one place);
+    """How the personality's rendering was checked (fake_driver.facts.personalities, its one place);
     "" for a name the fake driver does not know (a report from another checkout)."""
     personality = PERSONALITIES.get(name)
     return personality.provenance if personality else ""

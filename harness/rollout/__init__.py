@@ -12,7 +12,7 @@ and `rollback_pool`, the reverse for one pool:
 Every step waits (bounded, named) until its effect is observable, and `migrate_pool` /
 `rollback_pool` call `on_step(name)` after each one, so a caller can assert its invariants
 at every step. Device-plugin exclusion is pluggable (`DevicePlugin`): the simulated plugin
-(fake_driver.legacy: node status stops advertising `nvidia.com/gpu`), or a real plugin's
+(fake_driver.publishing.legacy: node status stops advertising `nvidia.com/gpu`), or a real plugin's
 DaemonSet, whose node affinity gets `STACK_LABEL NotIn [dra]` so labelled pools lose it.
 The driver install/uninstall is a callable (e.g. publishing the fake driver's slices, or
 `helm install` for a real one); the step waits for the pool's ResourceSlices.

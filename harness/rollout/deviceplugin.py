@@ -1,5 +1,5 @@
 """Taking a pool away from (and giving it back to) the legacy device plugin: the simulated
-plugin (fake_driver.legacy: node status stops advertising `nvidia.com/gpu`), or a real
+plugin (fake_driver.publishing.legacy: node status stops advertising `nvidia.com/gpu`), or a real
 plugin's DaemonSet, whose node affinity gets `STACK_LABEL NotIn [dra]` so labelled pools
 lose it."""
 
@@ -12,8 +12,8 @@ from typing import Protocol
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-from fake_driver import legacy
-from fake_driver.fleet import Fleet
+from fake_driver.fleetspec.fleet import Fleet
+from fake_driver.publishing import legacy
 from harness.kit import kinds
 from harness.kit.kube import ConflictError, Kube, Obj
 from harness.kit.waits import TIMEOUTS, wait_for
@@ -42,7 +42,7 @@ def _advertised(kube: Kube, nodes: Sequence[str]) -> dict[str, int]:
 
 @dataclass
 class SimulatedDevicePlugin:
-    """fake_driver.legacy: the plugin's effect on node status, patched directly."""
+    """fake_driver.publishing.legacy: the plugin's effect on node status, patched directly."""
 
     kube: Kube
     fleet: Fleet

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fake_driver import legacy
+from fake_driver.publishing import legacy
 from harness.kit.checks.migration import detect_time_slicing
 from harness.kit.drastate import devices_per_node
 from harness.kit.kinds import resource_api

@@ -16,7 +16,7 @@ node shapes, not with the cluster: per node only its pool and shape are kept.
               as the cluster's classes do, the default personality first
 
     raw       nodes no personality and profile can describe (another vendor's driver, a GPU of
-              an unknown product) are replayed from their slices (fake_driver.rawpools): one raw
+              an unknown product) are replayed from their slices (fake_driver.fleetspec.rawpools): one raw
               pool per (pool, slice structure), the first node's values, the drivers' own
               DeviceClasses with them; memory grows with the distinct structures
 
@@ -37,10 +37,10 @@ from typing import Any
 
 import yaml
 
-from fake_driver.errors import FakeDriverError
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.personalities import DEFAULT_PERSONALITY, PERSONALITIES, get_personality
-from fake_driver.profiles import PROFILES, GpuProfile
+from fake_driver.core.errors import FakeDriverError
+from fake_driver.facts.personalities import DEFAULT_PERSONALITY, PERSONALITIES, get_personality
+from fake_driver.facts.profiles import PROFILES, GpuProfile
+from fake_driver.fleetspec.fleet import fleet_from_dict
 from harness.core.errors import HarnessError
 from harness.kit import kinds
 from harness.kit.kube import API_ERRORS, Kube, Obj

@@ -58,7 +58,7 @@ def scan_cluster_role(name: str) -> Obj:
 
 
 def clusterrole_yaml(name: str = "dra-harness-scan") -> str:
-    """deploy/scan/clusterrole.yaml's text (tests/test_scan_rbac.py keeps the file equal)."""
+    """deploy/scan/clusterrole.yaml's text (tests/harness/scan/test_scan_rbac.py keeps the file equal)."""
     head = "# The read-only ClusterRole `dra-harness scan` and `fleet export` need (generated:\n"
     head += "# dra-harness scan --print-clusterrole > deploy/scan/clusterrole.yaml).\n"
     return head + yaml.safe_dump(scan_cluster_role(name), sort_keys=False)

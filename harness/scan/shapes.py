@@ -2,7 +2,7 @@
 --feature-gates flag the target refuses. Pure: reads what harness.scan.cluster listed.
 
 - `rejected-shape`: ResourceSlices, ResourceClaimTemplates and ResourceClaims carrying a shape a
-  newer minor's validation rejects (fake_driver.apirules, each rule with its source line). A
+  newer minor's validation rejects (fake_driver.rendering.apirules, each rule with its source line). A
   stored object stays (slices ratchet while their devices do not change; a claim's spec is not
   validated again), but its writer cannot create that shape any more: a template's next claim is
   refused, a driver's slice for a new node too. The slice-publishing helper's own rule is a
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from fake_driver.apirules import Violation, claim_violations, slice_violations
+from fake_driver.rendering.apirules import Violation, claim_violations, slice_violations
 from harness.controlplane.build import binary_path
 from harness.controlplane.gates import KnownGate, known_gates
 from harness.core.upgrade_facts import gate_removals_ahead

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from fake_driver.deviceclasses import render_device_classes
-from fake_driver.fleet import Fleet, fleet_from_dict
-from fake_driver.personalities import get_personality
-from fake_driver.publisher import Publisher
+from fake_driver.facts.personalities import get_personality
+from fake_driver.fleetspec.fleet import Fleet, fleet_from_dict
+from fake_driver.publishing.publisher import Publisher
+from fake_driver.rendering.deviceclasses import render_device_classes
 from harness.clusters.local.kubelets import DEFAULT_KUBELET_MODE
 from harness.clusters.local.upgrade import (
     UpgradeRefused,

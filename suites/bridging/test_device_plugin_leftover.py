@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver import legacy
+from fake_driver.publishing import legacy
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness import rollout

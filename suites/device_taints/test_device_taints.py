@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver import faults
+from fake_driver.publishing import faults
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.core.expectations import (

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from fixtures.artifacts.reporting import EVIDENCE
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
-from fixtures.reporting import EVIDENCE
 from fixtures.requirements import fleet_lacks, provider_unmet, skip
 from harness.clusters.nodes import KWOK_ANNOTATION
 from harness.kit import builders as b

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver.apilimits import parse_minor
-from fake_driver.ledger import Ledger, Usage
+from fake_driver.api.apilimits import parse_minor
+from fake_driver.rendering.ledger import Ledger, Usage
 from fixtures.driver import DriverUnderTest, MakeGpuPool
 from fixtures.requirements import provider_unmet, skip
 from harness.clusters.base import Cell

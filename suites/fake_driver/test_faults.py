@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver import apilimits, faults
-from fake_driver.faultstate import FAULTS_ANNOTATION
+from fake_driver.api import apilimits
+from fake_driver.fleetspec.faultstate import FAULTS_ANNOTATION
+from fake_driver.publishing import faults
 from fixtures.fake_driver import GpuFleet, GpuPoolSpec, MakeGpuFleet
 from harness.clusters.base import Cell
 from harness.kit import kinds

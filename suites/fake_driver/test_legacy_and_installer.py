@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver import installer, legacy
-from fake_driver.errors import InstallRefusedError
-from fake_driver.ledger import Ledger, Usage
-from fake_driver.personalities import get_personality
+from fake_driver.core.errors import InstallRefusedError
+from fake_driver.facts.personalities import get_personality
+from fake_driver.publishing import installer, legacy
+from fake_driver.rendering.ledger import Ledger, Usage
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit import builders as b
 from harness.kit import kinds

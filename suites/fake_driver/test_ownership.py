@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from fake_driver.deviceclasses import render_device_classes
-from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE, RUN_ENV, RUN_LABEL
-from fake_driver.personalities import Personality, get_personality
-from fake_driver.publisher import Publisher
+from fake_driver.api.ownership import OWNER_LABEL, OWNER_VALUE, RUN_ENV, RUN_LABEL
+from fake_driver.facts.personalities import Personality, get_personality
+from fake_driver.publishing.publisher import Publisher
+from fake_driver.rendering.deviceclasses import render_device_classes
 from fixtures.driver import DriverUnderTest, install_classes, remove_classes
 from fixtures.fake_driver import GpuPoolSpec, fleet_of
 from fixtures.nodes import MakePool

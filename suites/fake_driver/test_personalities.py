@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from fake_driver.deviceclasses import render_device_classes
-from fake_driver.kube import KubeRest
-from fake_driver.personalities import get_personality
-from fake_driver.profiles import get_profile
+from fake_driver.api.kube import KubeRest
+from fake_driver.facts.personalities import get_personality
+from fake_driver.facts.profiles import get_profile
+from fake_driver.rendering.deviceclasses import render_device_classes
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from harness.kit.drastate import device_names, node_slices, pools
 from harness.kit.kinds import RESOURCE_V1

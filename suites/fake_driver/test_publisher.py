@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver import apilimits
-from fake_driver.errors import NodeNotFoundError, PublishError
-from fake_driver.kube import ApiError, KubeRest
-from fake_driver.publisher import Publisher
+from fake_driver.api import apilimits
+from fake_driver.api.kube import ApiError, KubeRest
+from fake_driver.core.errors import NodeNotFoundError, PublishError
+from fake_driver.publishing.publisher import Publisher
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet, fleet_of
 from harness.clusters.base import Cell
 from harness.kit import builders as b

@@ -1,5 +1,5 @@
 """The stricter 1.38 validation against the real 1.38 API server (v1.38.0-beta.0): each shape
-fake_driver.apirules says 1.38 rejects is refused with upstream's message at the field the pure
+fake_driver.rendering.apirules says 1.38 rejects is refused with upstream's message at the field the pure
 check names (so the check and the server cannot drift apart unseen), the helper-only rule's
 shape is taken by the server, and every slice the fake driver renders for 1.38 (each
 personality, GPU profile and device layout) is accepted. Also what 1.38 removed: no
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from fake_driver.apirules import DRIVER_PREFIX, SERVER_RULES, SLASHES, slice_violations
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.personalities import PERSONALITIES
-from fake_driver.profiles import PROFILES
-from fake_driver.slices import render_node
+from fake_driver.facts.personalities import PERSONALITIES
+from fake_driver.facts.profiles import PROFILES
+from fake_driver.fleetspec.fleet import fleet_from_dict
+from fake_driver.rendering.apirules import DRIVER_PREFIX, SERVER_RULES, SLASHES, slice_violations
+from fake_driver.rendering.slices import render_node
 from fixtures.planted import planted_slices, planted_template
 from fixtures.requirements import not_built, provider_unmet, skip
 from harness.clusters.base import Cell, Cluster

@@ -5,7 +5,7 @@ DeviceClass sets that extendedResourceName; the scan names the pods before. NVID
 (dra-driver-nvidia-gpu@v0.4.1 deployments/helm/dra-driver-nvidia-gpu/templates/
 deviceclass-mig.yaml) renders one `mig.nvidia.com` class without a name; the class per MIG
 profile is what dra-driver-nvidia-gpu#939 proposes and demo/specs/extended-resources/
-mig-1g-12gb.yaml @ v0.4.1 shows (fake_driver.deviceclasses mig_profile_classes renders it)."""
+mig-1g-12gb.yaml @ v0.4.1 shows (fake_driver.rendering.deviceclasses mig_profile_classes renders it)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fake_driver.deviceclasses import render_device_classes
-from fake_driver.personalities import get_personality
-from fake_driver.profiles import get_profile
+from fake_driver.facts.personalities import get_personality
+from fake_driver.facts.profiles import get_profile
+from fake_driver.rendering.deviceclasses import render_device_classes
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from fixtures.nodes import MakePool
 from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import pytest
 
+from fixtures.artifacts.reporting import EVIDENCE
 from fixtures.driver import DriverNodes, DriverUnderTest, MakeGpuPool
-from fixtures.reporting import EVIDENCE
 from fixtures.requirements import provider_unmet, skip
 from harness.clusters.base import Cluster
 from harness.core.drivers import ContainerView

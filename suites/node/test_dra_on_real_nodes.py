@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from fake_driver.facts.profiles import gpu_uuid
 from fake_driver.kubeletplugin.cdi import cdi_device_id, spec_path
-from fake_driver.profiles import gpu_uuid
-from fixtures.realnodes import OLD_POOL, RealNodes, oldest_minor
+from fixtures.real.realnodes import OLD_POOL, RealNodes, oldest_minor
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.checks.detectors import detect_double_stack

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hostcompare import assert_host_as, quiet_host_snapshot
+from fixtures.real.hostcompare import assert_host_as, quiet_host_snapshot
 from harness.clusters.host import state as hoststate
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.pools import RealPoolSpec

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from fake_driver.kubeletplugin.cdi import spec_path
-from fixtures.realnodes import RealNodes
+from fixtures.real.realnodes import RealNodes
 from harness.clusters.realnodes.node import RealNode
 from harness.kit import builders as b
 from harness.kit import kinds

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fake_driver.kubeletplugin.cdi import spec_path
-from fixtures.realnodes import RealNodes, node_component_down
+from fixtures.real.realnodes import RealNodes, node_component_down
 from harness.clusters.realnodes.node import RealNode
 from harness.kit import builders as b
 from harness.kit import kinds

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from fake_driver.apilimits import parse_minor
-from fake_driver.ledger import Ledger
-from fake_driver.legacy import advertised
+from fake_driver.api.apilimits import parse_minor
+from fake_driver.publishing.legacy import advertised
+from fake_driver.rendering.ledger import Ledger
 from fixtures.driver import DriverUnderTest
 from fixtures.fake_driver import FLEET_LABEL, GpuFleet, GpuPoolSpec, MakeGpuFleet
 from fixtures.requirements import provider_unmet, skip, version_unmet

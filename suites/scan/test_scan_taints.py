@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_driver import faults
+from fake_driver.publishing import faults
 from fixtures.fake_driver import GpuPoolSpec, MakeGpuFleet
 from fixtures.scan import MakeKubeconfig, other_tests_gone, run_scan
 from harness.clusters.base import Cell

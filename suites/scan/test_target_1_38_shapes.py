@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_driver.apirules import DRIVER_PREFIX, NODE_SELECTOR_TERMS, SLASHES, VERSION_DIGITS
+from fake_driver.rendering.apirules import DRIVER_PREFIX, NODE_SELECTOR_TERMS, SLASHES, VERSION_DIGITS
 from fixtures.planted import DRIVER, planted_component, planted_slices, planted_template
 from fixtures.requirements import api_unserved, provider_unmet, skip
 from fixtures.scan import run_scan

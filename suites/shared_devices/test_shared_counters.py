@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver import apilimits
+from fake_driver.api import apilimits
 from fixtures.nodes import MakePool
 from harness.clusters.base import Cell
 from harness.core.expectations import shared_device_holds_counters
@@ -44,7 +44,7 @@ def _consumes(memory: str) -> list[Obj]:
 
 def _gpu_slices(namespace: str, node: str, minor: tuple[int, int]) -> list[Obj]:
     """gpu-0 (whole, shareable: memory taken in steps of 10Gi) and gpu-0-half, on one counter
-    set. From 1.35 counter sets live in a slice without devices (fake_driver/apilimits.py)."""
+    set. From 1.35 counter sets live in a slice without devices (fake_driver/api/apilimits.py)."""
     counters = [{"name": COUNTER_SET, "counters": {"memory": {"value": "80Gi"}}}]
     policy = {"default": "80Gi", "validRange": {"min": "10Gi", "step": "10Gi", "max": "80Gi"}}
     whole = b.device("gpu-0", {"owner": namespace, "part": "whole"}) | {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver.profiles import gpu_uuid
+from fake_driver.facts.profiles import gpu_uuid
 from fixtures.requirements import not_built, skip
 from fixtures.upgrade import Rehearsal, StartRehearsal
 from harness.clusters.local.upgrade import SKEW_POLICY, UpgradeRefused

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fake_driver.fleet import load_fleet
-from fake_driver.publisher import Publisher
+from fake_driver.fleetspec.fleet import load_fleet
+from fake_driver.publishing.publisher import Publisher
 from harness.chart.generate import CHART
 from harness.chart.helm import run_helm
 from harness.clusters.local.cluster import LocalCluster
@@ -31,7 +31,7 @@ from harness.kit import kinds
 from harness.kit.kube import Kube, NotFoundError
 from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
-from tests.helmtool import built_helm
+from tests.support.helmtool import built_helm
 
 pytestmark = [pytest.mark.own_target("test-chart")]
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from fake_driver.kubeletplugin.cdi import VISIBLE_DEVICES_ENV
-from fake_driver.legacy import LEGACY_RESOURCE
+from fake_driver.publishing.legacy import LEGACY_RESOURCE
 from harness.chart.generate import CHART, MANIFEST_VALUES
 from harness.chart.helm import run_helm
 from harness.clusters.kind import engine
@@ -39,8 +39,8 @@ from harness.kit.nodepods import container_env, device_env, env_pod
 from harness.kit.objects import Cleanup
 from harness.kit.pods import pod_story, wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
-from tests.helmtool import built_helm
-from tests.kindchart import (
+from tests.support.helmtool import built_helm
+from tests.support.kindchart import (
     DEVICE_PLUGIN,
     DRA_POOL,
     DRIVER,

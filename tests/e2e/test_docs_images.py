@@ -24,11 +24,11 @@ from harness.qualify.report import write_report as write_qualify
 from harness.readiness import write_report as write_readiness
 from harness.reports.costplot import curve_svg
 from harness.reports.summary import TestRecord
-from tests.docs_images import IMAGES, MAX_BYTES, inputs_hash
 from tests.e2e.test_report_renders import _png_size, _screenshot
-from tests.nightly_data import night_one, night_two, write_night
-from tests.readiness_data import BENCH, _cells
-from tests.test_bench_curve import _summary
+from tests.harness.bench.test_bench_curve import _summary
+from tests.support.docs_images import IMAGES, MAX_BYTES, inputs_hash
+from tests.support.nightly_data import night_one, night_two, write_night
+from tests.support.readiness_data import BENCH, _cells
 
 WINDOWS = {"cost-curve": (700, 500)}  # the others: 1200 x 860
 

@@ -14,7 +14,7 @@ import pytest
 
 from harness.core.layout import REPORTS_ENV
 from harness.core.versions import REPO_ROOT, load_matrix
-from tests.realdriver import real_driver_missing
+from tests.support.realdriver import real_driver_missing
 
 DRIVER = load_matrix().test_drivers[0] if load_matrix().test_drivers else "example@v0.4.0"
 CELL = f"{load_matrix().default_minor}/{DRIVER}/dra-all"

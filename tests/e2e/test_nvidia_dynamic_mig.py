@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from fake_driver.nvidia_devices import mig_device_name
-from fake_driver.personalities import get_personality
-from fake_driver.profiles import get_profile, gpu_uuid
+from fake_driver.facts.personalities import get_personality
+from fake_driver.facts.profiles import get_profile, gpu_uuid
+from fake_driver.rendering.nvidia_devices import mig_device_name
 from harness.clusters.realnodes.nvidiamig import NVIDIA_CAPS_MAJOR, caps_minors, live_capabilities
 from harness.clusters.realnodes.nvidiaroot import nvml_calls
 from harness.clusters.realnodes.pools import RealPoolSpec
@@ -38,7 +38,7 @@ from harness.kit.pods import wait_phase
 from harness.kit.waits import TIMEOUTS, wait_for
 from tests.fake_driver.slicediff import slice_differences
 from tests.fake_driver.test_fd_real_fidelity import published
-from tests.nvidiareal import (
+from tests.support.nvidiareal import (
     ALLOWED,
     DRIVER,
     PERSONALITY,
@@ -50,7 +50,7 @@ from tests.nvidiareal import (
     published_devices,
     rendered,
 )
-from tests.realdriver import RealDriverCluster, real_driver_missing
+from tests.support.realdriver import RealDriverCluster, real_driver_missing
 
 pytestmark = [pytest.mark.real_node, pytest.mark.real_plugin_comparison]
 

@@ -1,6 +1,6 @@
 """NVIDIA's real DRA driver without a GPU: gpu-kubelet-plugin at each release versions.toml
 [drivers.nvidia] pins (v0.4.1, v0.5.0; one cluster each) on 3 real nodes: 8 H100s, 8 A100s with
-static MIG on two, 2 H100s with static MIG on one (tests/nvidiareal.py), each node with a fake
+static MIG on two, 2 H100s with static MIG on one (tests/support/nvidiareal.py), each node with a fake
 driver root whose libnvidia-ml.so.1 is the project's stand-in fed by the fake driver's GPU
 profile. The slices it publishes carry the profile's GPUs and the layout's MIG devices; a
 claim's container sees exactly /dev/nvidia<N> of its GPU, or the parent's and the MIG device's
@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from fake_driver.legacy import LEGACY_RESOURCE
-from fake_driver.profiles import MIB, get_profile, gpu_uuid
+from fake_driver.facts.profiles import MIB, get_profile, gpu_uuid
+from fake_driver.publishing.legacy import LEGACY_RESOURCE
 from harness.clusters.realnodes import node as realnode
 from harness.clusters.realnodes.nvidiamig import caps_minors, mig_device_uuid, parse_mig
 from harness.clusters.realnodes.nvidiaroot import make_root, nvml_calls
@@ -39,7 +39,7 @@ from harness.kit.nodepods import container_env, container_output, env_pod, view_
 from harness.kit.pods import wait_phase
 from tests.fake_driver.slicediff import slice_differences
 from tests.fake_driver.test_fd_real_fidelity import published
-from tests.nvidiareal import (
+from tests.support.nvidiareal import (
     ALLOWED,
     MIG_NODE,
     POOLS,
@@ -56,7 +56,7 @@ from tests.nvidiareal import (
     rendered,
     split_gpus,
 )
-from tests.realdriver import (
+from tests.support.realdriver import (
     RealDriverCluster,
     assert_node_side_evidence,
     real_driver_missing,

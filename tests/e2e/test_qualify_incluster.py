@@ -28,7 +28,7 @@ from harness.qualify.preflight import preflight
 from harness.qualify.rbac import rbac_objects, rbac_rules
 from harness.qualify.standin import StandinPoolSpec
 from tests.e2e.standin_cluster import standin_cluster
-from tests.sonobuoy_worker import progress_endpoint
+from tests.support.sonobuoy_worker import progress_endpoint
 
 DRIVER = "gpu.acme.example"
 FLEET = (StandinPoolSpec("big", 1, 4), StandinPoolSpec("small", 1, 2))

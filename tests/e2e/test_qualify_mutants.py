@@ -30,7 +30,7 @@ from harness.kit import kinds
 from harness.kit.kube import Kube
 from harness.qualify.report import EXIT_CODES
 from harness.reports.verdicts import Word
-from tests.realdriver import real_driver_cluster, real_driver_missing
+from tests.support.realdriver import real_driver_cluster, real_driver_missing
 
 DRIVER = "example@v0.4.0"
 VIEW = "suites/node/test_container_view.py::"

@@ -14,7 +14,7 @@ import pytest
 
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.versions import load_matrix
-from tests.realdriver import RealDriverCluster, real_driver_cluster, real_driver_missing
+from tests.support.realdriver import RealDriverCluster, real_driver_cluster, real_driver_missing
 
 DRIVER = next((d for d in load_matrix().test_drivers if d.startswith("example@")), "example@v0.4.0")
 POOL = RealPoolSpec("exp", count=1, gpus=2, driver=DRIVER, settings={"partitions": 2})

@@ -16,7 +16,7 @@ import pytest
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.versions import load_matrix
 from tests.e2e.test_report_renders import render_to_artifacts
-from tests.realdriver import (
+from tests.support.realdriver import (
     RealDriverCluster,
     assert_node_side_evidence,
     real_driver_cluster,

@@ -20,7 +20,7 @@ import pytest
 
 from harness.core.versions import REPO_ROOT
 from harness.readiness import write_report
-from tests.readiness_data import BENCH, _cells
+from tests.support.readiness_data import BENCH, _cells
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO_ROOT / "reports" / "out" / "artifacts"

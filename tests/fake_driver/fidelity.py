@@ -5,7 +5,7 @@ rendered for one H100 80GB HBM3 node (NVML driver 580.95.05, CUDA 13.0) or one A
 Sources (NV = NVIDIA/k8s-dra-driver-gpu, now kubernetes-sigs/dra-driver-nvidia-gpu, paths
 under cmd/gpu-kubelet-plugin/; EX = kubernetes-sigs/dra-example-driver):
 (v25.x: as cited by an earlier per-tag reading; their source is not fetched here, see
-fake_driver/personalities.py SOURCES; v0.4.1 and v0.5.0: the Go module source, and the real plugin.)
+fake_driver/facts/personalities.py SOURCES; v0.4.1 and v0.5.0: the Go module source, and the real plugin.)
 - full GPU: deviceinfo.go GpuInfo.GetDevice/Attributes @ v25.3.2, v25.8.1, v25.12.0, v0.4.1;
   tests/bats/test_gpu_basic.bats (name set at v0.4).
 - static MIG: deviceinfo.go MigDeviceInfo.GetDevice, mig.go CommonAttributesMig @ v0.4.1;

@@ -1,4 +1,4 @@
-"""The 1.38 rules as pure checks (fake_driver.apirules): each finds its planted shape with the
+"""The 1.38 rules as pure checks (fake_driver.rendering.apirules): each finds its planted shape with the
 field and upstream's message, none applies before 1.38, the fake driver renders nothing any rule
 rejects (every personality, profile and device layout), and a planted violation makes the
 render refuse with one line. The same rules against a real 1.38 API server:
@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from fake_driver.apirules import (
+from fake_driver.core.errors import UnsupportedError
+from fake_driver.facts.personalities import PERSONALITIES
+from fake_driver.facts.profiles import PROFILES
+from fake_driver.fleetspec.fleet import fleet_from_dict
+from fake_driver.rendering.apirules import (
     DRIVER_PREFIX,
     NODE_SELECTOR_TERMS,
     RULES,
@@ -19,11 +23,7 @@ from fake_driver.apirules import (
     claim_violations,
     slice_violations,
 )
-from fake_driver.errors import UnsupportedError
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.personalities import PERSONALITIES
-from fake_driver.profiles import PROFILES
-from fake_driver.slices import render_node
+from fake_driver.rendering.slices import render_node
 
 V137, V138 = (1, 37), (1, 38)
 DRIVER = "gpu.example.com"
@@ -137,7 +137,7 @@ def test_the_fake_driver_renders_nothing_1_38_rejects() -> None:
 
 
 def test_a_planted_violation_makes_the_render_refuse_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fake_driver import example_devices
+    from fake_driver.rendering import example_devices
 
     real = example_devices.example_gpu
 
@@ -147,7 +147,7 @@ def test_a_planted_violation_makes_the_render_refuse_in_one_line(monkeypatch: py
         bad = {**d, "attributes": {**d["attributes"], f"{DRIVER}/model": {"string": "x"}}}
         return type(g)(g.gpu, (bad, *g.devices[1:]), g.records, g.counter_set)
 
-    monkeypatch.setattr("fake_driver.slices.example_gpu", planted)
+    monkeypatch.setattr("fake_driver.rendering.slices.example_gpu", planted)
     [node] = fleet_from_dict(
         {
             "pools": [

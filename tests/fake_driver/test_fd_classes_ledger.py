@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver.deviceclasses import render_device_classes
-from fake_driver.errors import FleetError
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.ledger import Ledger, Usage
-from fake_driver.personalities import get_personality
-from fake_driver.profiles import get_profile
-from fake_driver.publisher import dropped_fields
+from fake_driver.core.errors import FleetError
+from fake_driver.facts.personalities import get_personality
+from fake_driver.facts.profiles import get_profile
+from fake_driver.fleetspec.fleet import fleet_from_dict
+from fake_driver.publishing.publisher import dropped_fields
+from fake_driver.rendering.deviceclasses import render_device_classes
+from fake_driver.rendering.ledger import Ledger, Usage
 
 
 @pytest.mark.parametrize(

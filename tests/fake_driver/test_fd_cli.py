@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fake_driver.cli import main
+from fake_driver.command.cli import main
 
 
 def _write(tmp_path: Path, text: str) -> str:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from fake_driver import installer
-from fake_driver.faultstate import NodeFaults
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.personalities import get_personality
-from fake_driver.slices import RenderedPool, render_node
+from fake_driver.facts.personalities import get_personality
+from fake_driver.fleetspec.faultstate import NodeFaults
+from fake_driver.fleetspec.fleet import fleet_from_dict
+from fake_driver.publishing import installer
+from fake_driver.rendering.slices import RenderedPool, render_node
 from tests.fake_driver import fidelity as g
 
 Obj = dict[str, Any]
@@ -149,7 +149,7 @@ def test_rendered_slices_match_the_release_inventory(personality: str) -> None:
 
 
 def test_every_personality_has_a_golden_inventory() -> None:
-    from fake_driver.personalities import PERSONALITIES
+    from fake_driver.facts.personalities import PERSONALITIES
 
     assert sorted(PERSONALITIES) == sorted(CHECKS)
 

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from fake_driver.errors import FleetError, UnknownChoiceError
-from fake_driver.faultstate import NodeFaults
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.slices import RenderedPool, render_node
+from fake_driver.core.errors import FleetError, UnknownChoiceError
+from fake_driver.fleetspec.faultstate import NodeFaults
+from fake_driver.fleetspec.fleet import fleet_from_dict
+from fake_driver.rendering.slices import RenderedPool, render_node
 from tests.fake_driver import fidelity
 
-COUNTERS_H100 = {  # the 7g.80gb profile's (fake_driver.profiles _H100_MIG)
+COUNTERS_H100 = {  # the 7g.80gb profile's (fake_driver.facts.profiles _H100_MIG)
     "multiprocessors": {"value": "132"},
     "copy-engines": {"value": "8"},
     "decoders": {"value": "7"},

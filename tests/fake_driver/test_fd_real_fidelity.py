@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from fake_driver.apilimits import parse_minor
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.slices import render_node
+from fake_driver.api.apilimits import parse_minor
+from fake_driver.fleetspec.fleet import fleet_from_dict
+from fake_driver.rendering.slices import render_node
 from fixtures.options import run_options
-from fixtures.realnodes import running
+from fixtures.real.realnodes import running
 from harness.clusters.host.rundirs import session_run_dir
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.pools import RealPoolSpec
@@ -60,7 +60,7 @@ FIRST = LAYOUTS["plain"]
 # Differences kept on purpose: (path pattern, "*" = any one segment) -> why.
 ALLOWED: dict[Path, str] = {
     ("*", "metadata", "labels", "dra-harness.io/managed-by"): (
-        "the fake labels every object it writes as the harness's (fake_driver/ownership.py), so "
+        "the fake labels every object it writes as the harness's (fake_driver/api/ownership.py), so "
         "cleanup and leak checks find them; the real driver's slices carry no labels"
     ),
 }

@@ -1,6 +1,6 @@
 """Rendering vs. the reference tables (reference-drivers.md §1.2, §1.3, §1.4, §2.2).
 
-Expected sets are written out here on purpose, not derived from fake_driver.personalities.
+Expected sets are written out here on purpose, not derived from fake_driver.facts.personalities.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from fake_driver.apilimits import SUPPORTED_MINORS
-from fake_driver.fleet import fleet_from_dict
-from fake_driver.personalities import PERSONALITIES
-from fake_driver.profiles import PROFILES
-from fake_driver.slices import RenderedPool, render_node
+from fake_driver.api.apilimits import SUPPORTED_MINORS
+from fake_driver.facts.personalities import PERSONALITIES
+from fake_driver.facts.profiles import PROFILES
+from fake_driver.fleetspec.fleet import fleet_from_dict
+from fake_driver.rendering.slices import RenderedPool, render_node
 
 NVIDIA = ("nvidia-v25.3", "nvidia-v25.8", "nvidia-v25.12", "nvidia-v0.4", "nvidia-v0.5")
 MIG_PROFILES = tuple(k for k, p in PROFILES.items() if p.mig_capable)

@@ -1,4 +1,4 @@
-"""fake_driver.stopsignal: a long-running command stops on SIGTERM wherever the kernel delivers it."""
+"""fake_driver.core.stopsignal: a long-running command stops on SIGTERM wherever the kernel delivers it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import textwrap
 import threading
 import time
 
-from fake_driver.stopsignal import StopSignal
+from fake_driver.core.stopsignal import StopSignal
 from harness.core.versions import REPO_ROOT
 
 # SIGTERM sent to a thread other than the main one: the C handler runs there, and a main
@@ -18,7 +18,7 @@ OTHER_THREAD_SIGTERM = textwrap.dedent(
     """
     import signal, threading
     from pathlib import Path
-    from fake_driver.stopsignal import StopSignal
+    from fake_driver.core.stopsignal import StopSignal
     from harness.kit.waits import wait_for
 
     main = threading.get_native_id()

@@ -23,14 +23,14 @@ from typing import Any
 
 import yaml
 
-from fake_driver.ownership import OWNER_LABEL, OWNER_VALUE
+from fake_driver.api.ownership import OWNER_LABEL, OWNER_VALUE
 from harness.clusters.nodes import POOL_LABEL
 from harness.controlplane.gates import KnownGate
 from harness.core.versions import GateProfile, Minor
 
 KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
 CLUSTER_PREFIX = "dra-harness-"
-MANAGED_LABEL = OWNER_LABEL  # one owner label for everything dra-harness makes (fake_driver.ownership)
+MANAGED_LABEL = OWNER_LABEL  # one owner label for everything dra-harness makes (fake_driver.api.ownership)
 MANAGED_VALUE = OWNER_VALUE
 CREATED_LABEL = "dra-harness.io/created"  # unix seconds
 CELL_LABEL = "dra-harness.io/cell"  # "1.37-dra-all" -> "1.37_dra-all" (label-value safe)

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fake_driver import installer, legacy
-from fake_driver.errors import FakeDriverError
-from fake_driver.fleet import Fleet, load_fleet
-from fake_driver.ownership import labelled
+from fake_driver.api.ownership import labelled
+from fake_driver.core.errors import FakeDriverError
+from fake_driver.fleetspec.fleet import Fleet, load_fleet
+from fake_driver.publishing import installer, legacy
 from harness.clusters.nodes import POOL_LABEL, KwokPoolSpec, node_manifest, node_ready
 from harness.core.errors import HarnessError
 from harness.kit import kinds

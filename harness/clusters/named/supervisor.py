@@ -27,7 +27,7 @@ from pathlib import Path
 
 import tenacity
 
-from fake_driver.errors import FakeDriverError
+from fake_driver.core.errors import FakeDriverError
 from harness.clusters.host.identity import ProcessIdentity
 from harness.clusters.host.processes import ManagedProcess, exit_code, install_signal_teardown
 from harness.clusters.local.cluster import LocalCluster

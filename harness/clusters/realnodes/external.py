@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fake_driver.ownership import is_owned, labelled, refusal
+from fake_driver.api.ownership import is_owned, labelled, refusal
 from harness.controlplane import mutantparts
 from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.core.drivers import ClassSpec, DriverSpec, driver_ref
@@ -101,7 +101,7 @@ def check_driver_names(names: Sequence[tuple[str, str]]) -> None:
 
 def install_objects(kube: Kube, plugin: ExternalPlugin) -> None:
     """The driver's DeviceClasses, each replaced when the harness made it before; a class of
-    that name the harness did not make is refused (fake_driver.ownership)."""
+    that name the harness did not make is refused (fake_driver.api.ownership)."""
     for cls in plugin.device_classes():
         name = cls["metadata"]["name"]
         try:

@@ -14,7 +14,7 @@ control file of the node's driver root, which the NVML stand-in reads on each ev
                   a taint while it runs (AddOrUpdateTaint only; taints live in its memory)
 
 Devices are named as the plugin names them: gpu-<minor>, and gpu-<minor>-mig-<profile>-<GI
-profile id>-<placement start> for static MIG devices (tests/nvidiareal.py MIG_PLACED).
+profile id>-<placement start> for static MIG devices (tests/support/nvidiareal.py MIG_PLACED).
 """
 
 from __future__ import annotations

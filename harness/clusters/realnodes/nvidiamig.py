@@ -2,7 +2,7 @@
 migconfig.go: migProfiles, migEnabled, migDevices, migDynamic) and the files NVIDIA's kubelet
 plugin v0.4.1 reads to give a container a MIG device, all from the fake driver's GPU profile and
 the pool's `mig` in the fleet's syntax: {mode: static, layout: [...], gpus: [...]}, placed by
-fake_driver.profiles place_layout (which refuses a layout the GPU does not allow), or
+fake_driver.facts.profiles place_layout (which refuses a layout the GPU does not allow), or
 {mode: dynamic, gpus: [...], enabled: bool} for the plugin's DynamicMIG gate, whose MIG devices
 the stand-in creates and destroys (nvmlstub/migcreate.go), writing and removing their
 capability files and nodes below the same root itself.
@@ -18,7 +18,7 @@ capability files and nodes below the same root itself.
 For DynamicMIG the root starts with R/proc/driver/nvidia/capabilities/gpu<minor>/mig/ of each
 dynamic GPU (so /proc/driver is bound) and no MIG device: MIG mode is on where the part needs a
 reset to toggle it (Ampere) and `enabled` says so, as the nvidia-v0.4 personality renders it
-(fake_driver/nvidia_devices.py render_nvidia_gpu); the plugin turns it on elsewhere.
+(fake_driver/rendering/nvidia_devices.py render_nvidia_gpu); the plugin turns it on elsewhere.
 
 Capability minors follow the kernel driver's fixed table (internal/common/nvcaps.go, the
 /proc/driver/nvidia-caps/mig-minors excerpt): per GPU 15 GPU instances of 9 minors each (the
@@ -35,18 +35,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fake_driver.errors import FleetError
-from fake_driver.fleet import MigConfig, fleet_from_dict
-from fake_driver.nvidia_devices import mig_device_name
-from fake_driver.personalities import get_personality
-from fake_driver.profiles import MigPlacement, MigProfile, get_profile, mig_uuid
+from fake_driver.core.errors import FleetError
+from fake_driver.facts.personalities import get_personality
+from fake_driver.facts.profiles import MigPlacement, MigProfile, get_profile, mig_uuid
+from fake_driver.fleetspec.fleet import MigConfig, fleet_from_dict
+from fake_driver.rendering.nvidia_devices import mig_device_name
 from harness.core.errors import HarnessError
 
 NVIDIA_CAPS_MAJOR = 509  # dynamic on a real host, like nvidia-uvm's
 CAPABILITIES = "proc/driver/nvidia/capabilities"
 PROC_DEVICES = "proc/devices"
 # The personality that renders what this plugin publishes: its MIG device names (the UUIDs'
-# seed, fake_driver.profiles mig_uuid) are the plugin's (mig.go ToCanonicalName).
+# seed, fake_driver.facts.profiles mig_uuid) are the plugin's (mig.go ToCanonicalName).
 PLUGIN_PERSONALITY = "nvidia-v0.4"
 
 # NVML_GPU_INSTANCE_PROFILE_* (nvml.h of go-nvml v0.13.1-0) by compute slices.

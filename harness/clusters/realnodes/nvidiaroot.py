@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fake_driver.fleet import DEFAULT_CUDA_DRIVER_VERSION, DEFAULT_DRIVER_VERSION, MigConfig
-from fake_driver.profiles import MIB, get_profile, gpu_uuid, pci_bus_id, pcie_root
+from fake_driver.facts.profiles import MIB, get_profile, gpu_uuid, pci_bus_id, pcie_root
+from fake_driver.fleetspec.fleet import DEFAULT_CUDA_DRIVER_VERSION, DEFAULT_DRIVER_VERSION, MigConfig
 from harness.clusters.realnodes.nvidiamig import (
     CAPABILITIES,
     NVIDIA_CAPS_MAJOR,
@@ -65,7 +65,7 @@ def nvml_config(
     node: str, profile: str, gpus: int, driver_version: str, cuda_version: str, mig: MigConfig | None = None
 ) -> dict[str, Any]:
     """What the stand-in serves for `gpus` GPUs of `profile` on `node`: UUIDs and bus IDs as
-    the fake driver gives the same node (fake_driver.profiles), so the personality renders
+    the fake driver gives the same node (fake_driver.facts.profiles), so the personality renders
     the same devices; MIG as `mig` lays it out (nvidiamig.py). A profile the stand-in cannot
     express is refused here."""
     hw = get_profile(profile)
@@ -167,7 +167,7 @@ def _pci_link(root: Path, index: int) -> None:
     """/sys/bus/pci/devices/<bus id> as the kernel links it, to the device under its PCIe root
     complex: the plugin reads only the link (k8s.io/dynamic-resource-allocation@v0.36.0-rc.0
     deviceattribute/pci_linux.go resolvePCIeRoot) for its pcieRoot attribute. Root complex and
-    bus ID are the fake driver's (fake_driver.profiles pcie_root, pci_bus_id)."""
+    bus ID are the fake driver's (fake_driver.facts.profiles pcie_root, pci_bus_id)."""
     bus_id = pci_bus_id(index)
     link = root / SYS_PCI_DEVICES / bus_id
     link.parent.mkdir(parents=True, exist_ok=True)

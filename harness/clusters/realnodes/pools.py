@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from fake_driver.legacy import LEGACY_RESOURCE
-from fake_driver.personalities import get_personality
+from fake_driver.facts.personalities import get_personality
+from fake_driver.publishing.legacy import LEGACY_RESOURCE
 from harness.clusters.host import state as hoststate
 from harness.clusters.host.pki import ClusterPKI
 from harness.clusters.nodes import POOL_LABEL, node_ready

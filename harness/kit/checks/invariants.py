@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from fake_driver.errors import UnknownChoiceError
-from fake_driver.ledger import Ledger, Share, Usage
+from fake_driver.core.errors import UnknownChoiceError
+from fake_driver.rendering.ledger import Ledger, Share, Usage
 from harness.kit import kinds
 from harness.kit.drastate import allocated_devices
 from harness.kit.kube import Kube, Obj

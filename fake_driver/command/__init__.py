@@ -1,0 +1,1 @@
+"""`python -m fake_driver` (`cli`) and the argument parsing it shares with the plugins (`cliargs`)."""

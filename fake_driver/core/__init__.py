@@ -1,0 +1,1 @@
+"""One-line errors, output paths checked first, the stop signal."""
