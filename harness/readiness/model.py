@@ -139,9 +139,9 @@ class Report:
     @property
     def kubernetes(self) -> list[str]:
         """Which Kubernetes builds the cells ran against, each once ("v1.38.0-beta.0, pre-release")."""
-        return list(
-            dict.fromkeys(release_label(v) for c in self.cells if (v := c.summary.cell.get("kubernetes")))
-        )
+        # the build each cell's cluster ran (fixtures.reporting: run_versions), else its cell's
+        found = (c.summary.versions.get("kubernetes") or c.summary.cell.get("kubernetes") for c in self.cells)
+        return list(dict.fromkeys(release_label(v) for v in found if v))
 
     @property
     def wall_seconds(self) -> float:
