@@ -27,6 +27,9 @@ from tests.e2e.lifecycle_probe import assert_nothing_left, cli, finish, recorded
 pytestmark = [pytest.mark.every_minor, pytest.mark.real_node]
 
 CLUSTER = "1.38"
+# pkg/kubelet/kubelet_network_linux.go @ v1.38.0-beta.0 initNetworkUtil, when NewBestEffort
+# returns no client
+NO_IPTABLES = "No iptables support on this system; not creating the KUBE-IPTABLES-HINT chain"
 NODES = ["real-0", "real-1"]  # the supervisor's pool: RealPoolSpec("real", count=2)
 
 
@@ -66,6 +69,11 @@ def test_1_38_with_two_real_nodes_runs_claim_and_bridged_pods_on_them(name: str,
             env = device_env(container_env(kube, ns, pod))
             assert env["DRA_CLAIM"] == f"{ns}/{claim['metadata']['name']}"
             assert f"DRA_DEVICE_{device.upper().replace('-', '_')}" in env
+        if kubelet == "1.38":  # the stand-in's no-client path (controlplane/iptables-wrappers)
+            logs = sorted(directory.rglob("kubelet.log"))
+            assert len(logs) == len(NODES), logs
+            for log in logs:
+                assert NO_IPTABLES in log.read_text(), log
         ports = recorded_ports(directory)
     finally:
         kube.close()
