@@ -75,10 +75,13 @@ QUALIFY_VERDICTS = {
 
 
 @pytest.fixture(scope="module")
-def nvidia(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
-    if why := real_driver_missing(DRIVER):
+def nvidia(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[RealDriverCluster]:
+    minor = pytestconfig.getoption("--k8s-version")  # `--k8s-version 1.38`: on 1.38 nodes
+    if why := real_driver_missing(DRIVER, minor):
         pytest.skip(why)
-    with nvidia_cluster(tmp_path_factory.mktemp("nvidia"), POOLS) as env:
+    with nvidia_cluster(tmp_path_factory.mktemp("nvidia"), POOLS, minor) as env:
         yield env
 
 
