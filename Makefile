@@ -112,14 +112,19 @@ test: venv
 
 # The checks of every minor `make test` leaves to this target (a control plane of each: ~5 cold
 # minutes a minor; 1.38's ~18 with its Go toolchain): the deploy manifests on each minor's API
-# server, the kind configs' gates, the 1.38 binaries' toolchain, `cluster up -k 1.38 --kubelet 1.37
+# server, the kind configs' gates, the 1.38 binaries' toolchain, which iptables-wrappers the 1.38
+# kubelet is built with (the real module or the stand-in: the proxy is asked), `cluster up -k 1.38
 # --real-nodes 2`, and suites/upgrade's every_minor tests (1.37 -> 1.38 with real nodes, scan
-# --target 1.38, the kubelet skew table under 1.38), which also need upgradeparts' kubelets.
+# --target 1.38, the kubelet skew table under 1.38), which also need upgradeparts' kubelets; then
+# the node suites and the example and NVIDIA drivers on 1.38 real nodes (its kubelet: the stand-in).
 test-minors: upgradeparts
 	$(BIN)/dra-harness controlplane build -k all
-	$(BIN)/pytest --every-minor suites/deploy tests/harness/clusters/test_kind_config.py tests/harness/controlplane/test_go_toolchain.py \
-		tests/e2e/test_cluster_real_nodes.py $(PYTEST_ARGS)
+	$(BIN)/dra-harness controlplane build -k 1.38 --nodes-only
+	$(BIN)/pytest --every-minor suites/deploy tests/test_kind_config.py tests/test_go_toolchain.py \
+		tests/test_standins.py tests/e2e/test_cluster_real_nodes.py $(PYTEST_ARGS)
 	$(BIN)/pytest --every-minor -m every_minor suites/upgrade $(PYTEST_ARGS)
+	$(BIN)/pytest --k8s-version 1.38 suites/node tests/e2e/test_qualify_real_driver.py \
+		tests/e2e/test_nvidia_real_driver.py $(PYTEST_ARGS)
 
 # The Helm chart's tests with helm built from the module proxy (versions.toml [tools.helm]): its cold
 # build (~13 min) is kept out of `make test`, which leaves these tests out. tests/harness/chart/test_chart.py

@@ -203,3 +203,7 @@ replace (
 	k8s.io/sample-controller => k8s.io/sample-controller v0.38.0-beta.0
 	k8s.io/streaming => k8s.io/streaming v0.38.0-beta.0
 )
+
+// stand-in: sigs.k8s.io/iptables-wrappers@v1.0.0: refused on 2026-12-07: sigs.k8s.io/iptables-wrappers@v1.0.0: reading https://proxy.golang.org/sigs.k8s.io/iptables-wrappers/@v/v1.0.0.zip: 403 Forbidden server response: This module version is not available.
+// stand-in: drop the day it is served: regenerate (python -m harness.controlplane.modfile)
+replace sigs.k8s.io/iptables-wrappers v1.0.0 => ./iptables-wrappers // stand-in

@@ -12,7 +12,7 @@ from typing import TypeAlias
 from fake_driver.command.cliargs import OneLineParser, nonempty
 from harness.cli.upgrade import cmd_cluster_upgrade
 from harness.core.errors import HarnessError
-from harness.core.versions import load_matrix
+from harness.core.versions import load_matrix, release_label
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[OneLineParser]"
 
@@ -33,7 +33,8 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     )
     how = "is already running" if already else "is ready"
     print(
-        f"# cluster {args.name!r} {how}: Kubernetes {record.kubernetes}, gates {record.profile}; "
+        f"# cluster {args.name!r} {how}: Kubernetes {release_label(record.kubernetes)}, "
+        f"gates {record.profile}; "
         f"logs in {records.state_dir(args.name) / 'logs'}"
     )
     if fleet is not None and not already:
@@ -63,7 +64,8 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
         print(json.dumps(record.to_json(), indent=2))
         return 0
     phase = "" if record.phase == "ready" else f" ({record.phase})"
-    print(f"# cluster {args.name!r}: Kubernetes {record.kubernetes}, gates {record.profile}{phase}")
+    k8s = release_label(record.kubernetes)
+    print(f"# cluster {args.name!r}: Kubernetes {k8s}, gates {record.profile}{phase}")
     if record.phase.startswith("upgrading"):  # its API server may be down: no pool table
         print(f"# pools after the step; `dra-harness cluster status --name {args.name}` again")
         return 0

@@ -55,7 +55,7 @@ def run_cell(cell: Cell, out: Path, junit: str, suites: tuple[str, ...], extra: 
     run_dir = session_run_dir(cell.minor, cell.profile, "realcell")
     cluster = LocalCluster(cell.minor, cell.profile, run_dir=run_dir, real_pools=[pool])
     try:
-        print(f"{cell.id}: Kubernetes {cluster.minor.kubernetes}, {REAL_NODES} real nodes", flush=True)
+        print(f"{cell.id}: Kubernetes {cluster.minor.release}, {REAL_NODES} real nodes", flush=True)
         cluster.start()
         assert cluster.real is not None  # real_pools given
         image = cluster.real.busybox_ref

@@ -41,9 +41,7 @@ def run_suites(minor: str | None, profile: str | None, paths: Sequence[str], ext
     out.mkdir(parents=True, exist_ok=True)
     # The personality is the plugin's default: `run` is the one cell the suites run on by default.
     cmd = pytest_command(Cell(cell_minor.name, profile=cell_profile.name), out, targets, extra)
-    print(
-        f"dra-harness run {run_id}: Kubernetes {cell_minor.kubernetes}, gates {cell_profile.name}", flush=True
-    )
+    print(f"dra-harness run {run_id}: Kubernetes {cell_minor.release}, gates {cell_profile.name}", flush=True)
     os.environ[RUN_ENV] = run_id  # what the run creates on the cluster carries its id (owner labels)
     code = run_child(cmd, cwd=REPO_ROOT)  # SIGTERM/Ctrl-C: forwarded, pytest tears down, then we exit
     if (out / "summary.json").exists():  # the readiness report of this one cell

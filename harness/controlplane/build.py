@@ -25,6 +25,7 @@ from pathlib import Path
 
 from harness.controlplane.buildlog import cache_root as cache_root
 from harness.controlplane.buildlog import expectation, expected_seconds
+from harness.controlplane.modfile import standins_used, without_standins
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT, Matrix, Minor, minor_number
 
@@ -71,12 +72,28 @@ def go_version(minor: Minor | None = None) -> tuple[int, int, int]:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         raise HarnessError(
             f"cannot fetch the Go toolchain GOTOOLCHAIN={minor.go_toolchain} that Kubernetes "
-            f"{minor.kubernetes} needs: {lines[-1].strip() if lines else f'exit {done.returncode}'}"
+            f"{minor.kubernetes} needs from the module proxy (GOPROXY={_goproxy()}): "
+            f"{lines[-1].strip() if lines else f'exit {done.returncode}'}"
         )
     m = re.match(r"go(\d+)\.(\d+)(?:\.(\d+))?", out.strip())
     if not m:
         raise HarnessError(f"cannot tell the Go version from `go env GOVERSION`: {out.strip()!r}")
     return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def _goproxy() -> str:
+    """The proxy the go command fetches from (the environment's, else go's own setting)."""
+    if os.environ.get("GOPROXY"):
+        return os.environ["GOPROXY"]
+    done = subprocess.run(
+        ["go", "env", "GOPROXY"],
+        env=dict(os.environ, GOTOOLCHAIN="local"),  # the local Go answers: no fetch
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    return done.stdout.strip() or "unset"
 
 
 def go_identity(minor: Minor) -> str:
@@ -129,7 +146,9 @@ def ldflags(minor: Minor) -> str:
 def _inputs_hash(minor: Minor) -> str:
     h = hashlib.sha256()
     mod = modfile_path(minor)
-    for path in [mod, mod.with_suffix(".sum"), *sorted((CONTROLPLANE_DIR / "cmd").rglob("*.go"))]:
+    h.update(mod.name.encode())
+    h.update(without_standins(mod.read_text()).encode())  # k8slocal imports no stand-in
+    for path in [mod.with_suffix(".sum"), *sorted((CONTROLPLANE_DIR / "cmd").rglob("*.go"))]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     h.update(go_identity(minor).encode())
@@ -253,6 +272,21 @@ def _build_controlplane(minor: Minor, binary: Path, progress: Progress) -> None:
     progress(f"building k8slocal {minor.kubernetes} into {binary} ({expectation(f'k8slocal {minor.name}')})")
     label, part = f"k8slocal {minor.kubernetes}", f"k8slocal {minor.name}"
     go_build(minor, modflag, MAIN_PACKAGE, binary, label, progress, expected_seconds(part))
+
+
+def standin_sources(modfile: Path) -> list[Path]:
+    """The Go files of every stand-in `modfile` replaces a module with (its build's inputs);
+    a stand-in directory that is missing is refused in one line, before anything is built."""
+    files: list[Path] = []
+    for s in standins_used(modfile.read_text()):
+        directory = CONTROLPLANE_DIR / s.directory
+        if not (directory / "go.mod").is_file():
+            raise HarnessError(
+                f"{modfile.name} replaces {s.module} with ./{s.directory}, which is missing "
+                f"({directory / 'go.mod'}); regenerate it: python -m harness.controlplane.modfile"
+            )
+        files += sorted(p for p in directory.rglob("*") if p.suffix in (".go", ".mod"))
+    return files
 
 
 def go_build(

@@ -31,6 +31,7 @@ from harness.controlplane.build import (
     ldflags,
     modfile_path,
     module_dir,
+    standin_sources,
 )
 from harness.controlplane.buildlog import expectation, expected_seconds
 from harness.core.errors import HarnessError
@@ -86,6 +87,7 @@ def _kubelet_digest(minor: Minor) -> str:
         go_identity(minor),
         ldflags(minor),
         KUBELET_PACKAGE,
+        *(p.read_bytes() for p in standin_sources(mod)),
     )
 
 
@@ -93,7 +95,12 @@ def kubelet_built(minor: Minor) -> Path | None:
     """The kubelet of `minor` if it is built from the current inputs (no build here; no `go`
     asked for its version when there is no binary to compare)."""
     binary = kubelet_path(minor)
-    return binary if binary.exists() and _fresh(binary, _kubelet_digest(minor)) else None
+    if not binary.exists():
+        return None
+    try:
+        return binary if _fresh(binary, _kubelet_digest(minor)) else None
+    except HarnessError:  # a stand-in the modfile names is missing: not built from these inputs
+        return None
 
 
 def _refuse_unavailable_kubelet(minor: Minor) -> None:
@@ -105,6 +112,7 @@ def ensure_kubelet(minor: Minor, progress: Progress = _stderr) -> Path:
     """Build (or reuse) the kubelet of `minor` from its modfile, stamped like k8slocal."""
     _refuse_unavailable_kubelet(minor)
     mod = modfile_path(minor)
+    standin_sources(mod)  # a stand-in that is missing: one line, before any go command
     check_go(mod, f"the kubelet {minor.kubernetes}", minor)
     binary = kubelet_path(minor)
     with build_lock(binary, f"kubelet {minor.kubernetes}", progress):

@@ -34,6 +34,17 @@ class VersionsError(HarnessError):
     """versions.toml is missing, malformed, or does not name what was asked for."""
 
 
+# Kubernetes's own pre-release tags (v1.38.0-beta.0, -rc.1); a provider's suffix
+# (v1.30.4-eks-a737599, v1.30.5-gke.1014001) is a release.
+_PRERELEASE = re.compile(r"^v\d+\.\d+\.\d+-(?:alpha|beta|rc)\.\d+$")
+
+
+def release_label(version: str) -> str:
+    """How a report names the Kubernetes build it ran against: "v1.38.0-beta.0, pre-release"
+    for a pre-release, the version alone for a release (the one place that tells them apart)."""
+    return f"{version}, pre-release" if _PRERELEASE.match(version) else version
+
+
 def minor_number(name: str) -> tuple[int, int]:
     """ "1.37" -> (1, 37): the one parse of a Kubernetes minor's name."""
     major, minor = name.split(".")
@@ -73,6 +84,11 @@ class Minor:
     @property
     def number(self) -> tuple[int, int]:
         return minor_number(self.name)
+
+    @property
+    def release(self) -> str:
+        """The pinned build as reports name it (release_label)."""
+        return release_label(self.kubernetes)
 
     def profile(self, name: str) -> GateProfile:
         try:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.errors import HarnessError
-from harness.core.versions import minor_number
+from harness.core.versions import minor_number, release_label
 from harness.readiness.catalog import CHECKS
 from harness.readiness.status import Check, CheckResult, Status
 from harness.reports.summary import CellSummary, merge_totals, what_was_tested
@@ -137,6 +137,13 @@ class Report:
         return list(dict.fromkeys(c.tested for c in self.cells))
 
     @property
+    def kubernetes(self) -> list[str]:
+        """Which Kubernetes builds the cells ran against, each once ("v1.38.0-beta.0, pre-release")."""
+        # the build each cell's cluster ran (fixtures.reporting: run_versions), else its cell's
+        found = (c.summary.versions.get("kubernetes") or c.summary.cell.get("kubernetes") for c in self.cells)
+        return list(dict.fromkeys(release_label(v) for v in found if v))
+
+    @property
     def wall_seconds(self) -> float:
         return sum(c.summary.wall_seconds for c in self.cells)
 
@@ -174,6 +181,7 @@ class Report:
         return {
             "generated": self.generated,
             "tested": self.tested,
+            "kubernetes": self.kubernetes,
             "sources": self.sources,
             "totals": self.totals,
             "status_counts": self.status_counts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import jinja2
 
-from harness.core.versions import REPO_ROOT
+from harness.core.versions import REPO_ROOT, release_label
 
 TEMPLATES = REPO_ROOT / "reports" / "templates"
 
@@ -19,5 +19,6 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.filters["release"] = release_label  # "v1.38.0-beta.0, pre-release" in every header
     env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # a table cell
     return env

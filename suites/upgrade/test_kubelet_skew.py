@@ -4,8 +4,7 @@ its own minor's default gates, as a node pool left behind has), and on each a br
 claim pod and a mixed pod (claim and bridged resource). Every pod runs: the kubelet admits
 extended resources its node does not advertise; what differs is whether the bridged devices
 reach the container (harness.core.expectations.kubelet_prepares_bridged_claim). The 1.38
-kubelet itself cannot be built yet (versions.toml kubelet_unavailable): 1.38's table has the
-older rows only."""
+kubelet's own row is tests/e2e/test_cluster_real_nodes.py's (the cluster's minor, no skew)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """1.37 -> 1.38 with real nodes, and what `dra-harness scan --target 1.38` finds on a 1.37
 cluster. Both need the 1.38 control plane, which only `make test-minors` builds (every_minor:
-left out of `make test`). The 1.38 kubelet cannot be built yet (versions.toml
-kubelet_unavailable), so real nodes run older kubelets here: through the step they stay at
-1.37 (kubelets="keep": upstream's order is the control plane first, and the version-skew
-policy lets kubelets stay up to three minors behind), and the scan's kubelet findings come
-from 1.34 and 1.35 nodes."""
+left out of `make test`). Real nodes go through the step both ways upstream allows: kept at
+1.37 (kubelets="keep": the control plane first, and the version-skew policy lets kubelets stay
+up to three minors behind), and drained and swapped to the 1.38 kubelet (built with the
+project's iptables-wrappers stand-in: controlplane/mod/1.38.mod). The scan's kubelet findings
+come from 1.34 and 1.35 nodes."""
 
 from __future__ import annotations
 
@@ -129,6 +129,30 @@ def test_claim_pods_on_1_37_kubelets_keep_running_through_1_38_and_back(rehearsa
     assert down.removed_api_writers == []
     assert {p: _container(r, p) for p in containers} == containers
     _real_claim_pod(r, "real-after-back")
+
+
+@pytest.mark.real_node
+def test_the_real_node_is_drained_and_its_kubelet_swapped_to_1_38_and_prepares_a_new_claim(
+    rehearsal: StartRehearsal,
+) -> None:
+    _need_kubelets(BEFORE, AFTER)
+    r = rehearsal(BEFORE, needs=[AFTER], real_pools=[POOL])
+    matrix, ns, [node] = r.cluster.matrix, r.fleet.namespace, POOL.node_names()
+    r.objects.create(b.claim_template("gpu", ns, [b.exact_request("gpu", r.fleet.gpu_class)]))
+    _real_claim_pod(r, "before")
+
+    seconds = r.cluster.upgrade(AFTER)  # kubelets="drain": upstream's documented way
+
+    assert seconds > 0
+    assert r.kube.git_version() == matrix.minor(AFTER).kubernetes
+    got = r.kube.get(*kinds.NODE, node)
+    assert got["status"]["nodeInfo"]["kubeletVersion"] == matrix.minor(AFTER).kubernetes
+    assert "unschedulable" not in got["spec"]
+    assert r.cluster.real is not None
+    assert r.cluster.real.minors == {node: AFTER}
+    assert r.kube.list(*kinds.POD, ns, field_selector="metadata.name=before") == []
+    # the 1.38 kubelet prepares a new claim and its container sees the device
+    assert _real_claim_pod(r, "after")[1] == 0
 
 
 # -- scan --target 1.38 ----------------------------------------------------------------

@@ -83,10 +83,13 @@ def version(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-def nvidia(tmp_path_factory: pytest.TempPathFactory, version: str) -> Iterator[RealDriverCluster]:
-    if why := real_driver_missing(f"nvidia@{version}"):
+def nvidia(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config, version: str
+) -> Iterator[RealDriverCluster]:
+    minor = pytestconfig.getoption("--k8s-version")  # `--k8s-version 1.38`: on 1.38 nodes
+    if why := real_driver_missing(f"nvidia@{version}", minor):
         pytest.skip(why)
-    with nvidia_cluster(tmp_path_factory.mktemp(f"nvidia-{version}"), for_version(POOLS, version)) as env:
+    with nvidia_cluster(tmp_path_factory.mktemp(f"nvidia-{version}"), for_version(POOLS, version), minor) as env:
         yield env
 
 

@@ -31,10 +31,13 @@ pytestmark = [pytest.mark.real_node, pytest.mark.real_plugin_comparison]
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDriverCluster]:
-    if why := real_driver_missing(DRIVER):
+def example(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[RealDriverCluster]:
+    minor = pytestconfig.getoption("--k8s-version")  # `--k8s-version 1.38`: on 1.38 nodes
+    if why := real_driver_missing(DRIVER, minor):
         pytest.skip(why)
-    with real_driver_cluster(tmp_path_factory.mktemp("example"), [POOL]) as env:
+    with real_driver_cluster(tmp_path_factory.mktemp("example"), [POOL], minor) as env:
         yield env
 
 

@@ -120,10 +120,13 @@ def cdi_env(env: RealDriverCluster, node: str, claim_uid: str) -> dict[str, str]
 
 
 @contextmanager
-def nvidia_cluster(run_dir: Path, pools: Sequence[RealPoolSpec]) -> Iterator[RealDriverCluster]:
-    """real_driver_cluster, then the fake driver roots' check: one per node, and neither a root
-    nor a device node made with mknod in it outlives the cluster."""
-    with real_driver_cluster(run_dir, pools) as env:
+def nvidia_cluster(
+    run_dir: Path, pools: Sequence[RealPoolSpec], minor: str | None = None
+) -> Iterator[RealDriverCluster]:
+    """real_driver_cluster (of `minor`, the default when None), then the fake driver roots'
+    check: one per node, and neither a root nor a device node made with mknod in it outlives
+    the cluster."""
+    with real_driver_cluster(run_dir, pools, minor) as env:
         roots = env.roots
         yield env
     left = [str(p) for p in run_dir.rglob("*") if stat.S_ISCHR(p.lstat().st_mode)]

@@ -18,16 +18,20 @@ from harness.clusters.host.state import missing_requirement
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.realnodes.control import plugin_restarter, serving
 from harness.clusters.realnodes.pools import RealPoolSpec
+from harness.controlplane.build import controlplane_built
 from harness.controlplane.driverparts import driver_built, not_built_line
 from harness.controlplane.nodeparts import containerd_built, kubelet_built
 from harness.core.drivers import driver_ref
 from harness.core.versions import REPO_ROOT, load_matrix
 
 
-def real_driver_missing(ref: str) -> str | None:
-    """`ref`: NAME@VERSION as versions.toml [drivers] knows it."""
+def real_driver_missing(ref: str, minor_name: str | None = None) -> str | None:
+    """`ref`: NAME@VERSION as versions.toml [drivers] knows it; on nodes of `minor_name` (the
+    run's --k8s-version, else the default minor)."""
     matrix = load_matrix()
-    minor = matrix.minor(matrix.default_minor)
+    minor = matrix.minor(minor_name or matrix.default_minor)
+    if minor_name and not controlplane_built(minor):  # make test builds the default one first
+        return f"the control plane of {minor.name} is not built: run `make controlplane K8S={minor.name}`"
     spec, version = driver_ref(ref)
     if why := missing_requirement():
         return why
@@ -70,10 +74,13 @@ class RealDriverCluster(RealNodes):
 
 
 @contextmanager
-def real_driver_cluster(run_dir: Path, pools: Sequence[RealPoolSpec]) -> Iterator[RealDriverCluster]:
-    """A dra-all cluster (the personalities are compared with every gate on) with `pools`;
-    a start that fails fails the test in one line, having undone what it started."""
-    cluster = LocalCluster(profile="dra-all", run_dir=run_dir, real_pools=list(pools))
+def real_driver_cluster(
+    run_dir: Path, pools: Sequence[RealPoolSpec], minor: str | None = None
+) -> Iterator[RealDriverCluster]:
+    """A dra-all cluster of `minor` (the default when None; the personalities are compared with
+    every gate on) with `pools`; a start that fails fails the test in one line, having undone
+    what it started."""
+    cluster = LocalCluster(minor, profile="dra-all", run_dir=run_dir, real_pools=list(pools))
     with running(cluster) as kube:
         yield RealDriverCluster(cluster, kube)
 

@@ -6,7 +6,7 @@ import pytest
 
 from fake_driver.facts.personalities import DEFAULT_PERSONALITY, PERSONALITIES
 from harness.core.errors import HarnessError
-from harness.core.versions import VersionsError, load_matrix, parse_matrix
+from harness.core.versions import VERSIONS_FILE, VersionsError, load_matrix, parse_matrix, release_label
 from harness.reports.summary import personality_provenance
 
 GOOD = """
@@ -169,3 +169,30 @@ def test_every_personality_says_how_it_was_checked_from_one_place() -> None:
     }
     assert personality_provenance(DEFAULT_PERSONALITY) == "compared with the real plugin v0.5.0"
     assert personality_provenance("nvidia-v9") == ""
+
+
+@pytest.mark.parametrize(
+    ("version", "label"),
+    [
+        ("v1.38.0-beta.0", "v1.38.0-beta.0, pre-release"),
+        ("v1.38.0-rc.1", "v1.38.0-rc.1, pre-release"),
+        ("v1.38.0-alpha.3", "v1.38.0-alpha.3, pre-release"),
+        ("v1.38.0", "v1.38.0"),
+        ("v1.37.2", "v1.37.2"),
+        # a provider's build suffix is a release, not a pre-release
+        ("v1.30.4-eks-a737599", "v1.30.4-eks-a737599"),
+        ("v1.30.5-gke.1014001", "v1.30.5-gke.1014001"),
+    ],
+)
+def test_a_report_calls_a_build_pre_release_from_its_version_alone(version: str, label: str) -> None:
+    assert release_label(version) == label
+
+
+def test_the_pre_release_label_follows_the_1_38_pin() -> None:
+    m138 = load_matrix().minor("1.38")
+    assert m138.release == "v1.38.0-beta.0, pre-release"  # the pin on 2026-12-07
+    # the bump to the release is versions.toml's one line: the label follows it
+    bumped = parse_matrix(VERSIONS_FILE.read_text().replace('"v1.38.0-beta.0"', '"v1.38.0"', 1))
+    assert bumped.minor("1.38").kubernetes == "v1.38.0"
+    assert bumped.minor("1.38").release == "v1.38.0"
+    assert load_matrix().minor("1.37").release == "v1.37.2"

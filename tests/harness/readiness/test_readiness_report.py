@@ -377,3 +377,20 @@ def test_a_check_run_on_one_side_only_is_not_compared() -> None:
         False,
         "not compared",
     )
+
+
+def test_the_header_names_each_kubernetes_build_and_a_pre_release_as_such(tmp_path: Path) -> None:
+    run = _cells(tmp_path)
+    for path in sorted((run / "cells").glob("*/summary.json")):
+        data = json.loads(path.read_text())
+        data["versions"] = {"kubernetes": "v1.38.0-beta.0" if "1.37_" in path.parent.name else "v1.36.3"}
+        path.write_text(json.dumps(data))
+    report = build_report([run], bench=None)
+    assert report.kubernetes == ["v1.38.0-beta.0, pre-release", "v1.36.3"]
+    out = tmp_path / "out"
+    write_report([run], out)
+    md = (out / "readiness.md").read_text()
+    assert "\n**Kubernetes:** v1.38.0-beta.0, pre-release; v1.36.3\n" in md
+    html = (out / "readiness.html").read_text()
+    assert "<strong>Kubernetes:</strong> v1.38.0-beta.0, pre-release; v1.36.3</p>" in html
+    assert json.loads((out / "readiness.json").read_text())["kubernetes"] == report.kubernetes
