@@ -120,8 +120,8 @@ test: venv
 test-minors: upgradeparts
 	$(BIN)/dra-harness controlplane build -k all
 	$(BIN)/dra-harness controlplane build -k 1.38 --nodes-only
-	$(BIN)/pytest --every-minor suites/deploy tests/test_kind_config.py tests/test_go_toolchain.py \
-		tests/test_standins.py tests/e2e/test_cluster_real_nodes.py $(PYTEST_ARGS)
+	$(BIN)/pytest --every-minor suites/deploy tests/harness/clusters/test_kind_config.py tests/harness/controlplane/test_go_toolchain.py \
+		tests/harness/controlplane/test_standins.py tests/e2e/test_cluster_real_nodes.py $(PYTEST_ARGS)
 	$(BIN)/pytest --every-minor -m every_minor suites/upgrade $(PYTEST_ARGS)
 	$(BIN)/pytest --k8s-version 1.38 suites/node tests/e2e/test_qualify_real_driver.py \
 		tests/e2e/test_nvidia_real_driver.py $(PYTEST_ARGS)

@@ -139,7 +139,7 @@ class Report:
     @property
     def kubernetes(self) -> list[str]:
         """Which Kubernetes builds the cells ran against, each once ("v1.38.0-beta.0, pre-release")."""
-        # the build each cell's cluster ran (fixtures.reporting: run_versions), else its cell's
+        # the build each cell's cluster ran (fixtures.artifacts.reporting: run_versions), else its cell's
         found = (c.summary.versions.get("kubernetes") or c.summary.cell.get("kubernetes") for c in self.cells)
         return list(dict.fromkeys(release_label(v) for v in found if v))
 

@@ -22,7 +22,9 @@ def test_a_pod_taking_the_whole_node_leaves_the_next_one_pending(
     whole = b.container(limits={driver.extended_resource: "4"})
     kube.create(b.pod("whole", namespace, containers=[whole], node_selector=pool.node_selector))
     wait_phase(kube, namespace, "whole", "Running")
-    kube.create(b.legacy_pod("next", namespace, driver.extended_resource, 1, node_selector=pool.node_selector))
+    kube.create(
+        b.legacy_pod("next", namespace, driver.extended_resource, 1, node_selector=pool.node_selector)
+    )
 
     pod = wait_unschedulable(kube, namespace, "next")
 

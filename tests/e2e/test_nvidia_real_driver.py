@@ -89,7 +89,9 @@ def nvidia(
     minor = pytestconfig.getoption("--k8s-version")  # `--k8s-version 1.38`: on 1.38 nodes
     if why := real_driver_missing(f"nvidia@{version}", minor):
         pytest.skip(why)
-    with nvidia_cluster(tmp_path_factory.mktemp(f"nvidia-{version}"), for_version(POOLS, version), minor) as env:
+    with nvidia_cluster(
+        tmp_path_factory.mktemp(f"nvidia-{version}"), for_version(POOLS, version), minor
+    ) as env:
         yield env
 
 
