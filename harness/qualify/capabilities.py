@@ -53,7 +53,6 @@ CAPABILITIES: tuple[Capability, ...] = (
             "suites/bridging/test_extended_resource.py::*",
             "suites/bridging/test_bridging_lifecycle.py::*",
             "suites/bridging/test_several_resources.py::*",
-            "suites/bridging/test_whole_node.py::*",
             # a node the device plugin left: bridged pods reach it (from 1.35)
             "suites/bridging/test_device_plugin_leftover.py::*",
         ),

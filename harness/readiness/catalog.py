@@ -31,7 +31,6 @@ CHECKS: tuple[Check, ...] = (
             "suites/bridging/test_extended_resource.py::*",
             "suites/bridging/test_bridging_lifecycle.py::*",
             "suites/bridging/test_several_resources.py::*",
-            "suites/bridging/test_whole_node.py::*",
         ),
         "scheduler-created claims for extended resources misbehave: check that kube-scheduler, "
         "kube-controller-manager and kubelet all run with DRAExtendedResource and the same minor",
