@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from fake_driver.command.cli import main
+from fake_driver.facts.personalities import PERSONALITIES
 
 
 def _write(tmp_path: Path, text: str) -> str:
@@ -26,8 +27,8 @@ def _write(tmp_path: Path, text: str) -> str:
         ),
         (
             "pools: [{name: x, profile: t4, gpus: 1, personality: nvidia-v9}]",
-            "pool 'x': unknown personality 'nvidia-v9'; valid choices: example-v0.4, nvidia-v0.4, "
-            "nvidia-v0.5, nvidia-v25.12, nvidia-v25.3, nvidia-v25.8",
+            # every personality, sorted (a new one needs no edit here)
+            "pool 'x': unknown personality 'nvidia-v9'; valid choices: " + ", ".join(sorted(PERSONALITIES)),
         ),
         (
             "pools: [{name: x, profile: t4, gpus: 1, colour: red}]",

@@ -151,7 +151,10 @@ def test_rendered_slices_match_the_release_inventory(personality: str) -> None:
 def test_every_personality_has_a_golden_inventory() -> None:
     from fake_driver.facts.personalities import PERSONALITIES
 
-    assert sorted(PERSONALITIES) == sorted(CHECKS)
+    assert sorted(PERSONALITIES) == sorted(CHECKS), (
+        "give each personality its checks in CHECKS here and the goldens they read in "
+        "tests/fake_driver/fidelity.py (FULL_GPU, STATIC_MIG, DYNAMIC_*, STATIC_NAMES, ...)"
+    )
 
 
 @pytest.mark.parametrize("personality", NVIDIA)

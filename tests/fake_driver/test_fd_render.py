@@ -142,7 +142,7 @@ def _types(device: dict[str, Any]) -> dict[str, str]:
 
 
 def test_matrix_covers_every_personality_and_profile() -> None:
-    assert set(PERSONALITIES) == {*NVIDIA, "example-v0.4"}
+    assert set(PERSONALITIES) == {*NVIDIA, "example-v0.4"}, "add it to NVIDIA and its attribute rows here"
     assert {"h100-80gb-hbm3", "h200-141gb-hbm3e", "a100-80gb-pcie", "a100-40gb", "l4", "t4", "b200"} <= set(
         PROFILES
     )
