@@ -32,6 +32,7 @@ from harness.controlplane.build import (
 )
 from harness.controlplane.buildlog import log_build, measured_builds
 from harness.controlplane.driverparts import driver_built, ensure_driver, part_name
+from harness.controlplane.hostpackages import apt_install, apt_missing, host_packages
 from harness.controlplane.mutantparts import ensure_mutant, mutant_built, mutant_names
 from harness.controlplane.mutantparts import part_name as mutant_part_name
 from harness.controlplane.nodeparts import (
@@ -51,7 +52,6 @@ from harness.core.versions import REPO_ROOT, Matrix, Minor
 GO_A, GO_B, IO = "go-a", "go-b", "io"
 LANES = (GO_A, GO_B, IO)
 REUSED_SECONDS = 5.0  # no Go build, apt install or debootstrap of a part takes less
-APT_TIMEOUT = 1800  # seconds: apt-get on a slow mirror, bounded all the same
 
 
 @dataclass(frozen=True)
@@ -73,39 +73,6 @@ class Outcome:
     seconds: float
     cached: bool
     error: str = ""
-
-
-def _apt_missing(packages: Iterable[str]) -> list[str]:
-    missing = []
-    for package in packages:
-        done = subprocess.run(["dpkg", "-s", package], capture_output=True, check=False, timeout=60)
-        if done.returncode != 0:
-            missing.append(package)
-    return missing
-
-
-def host_packages(matrix: Matrix, set_name: str = "test") -> list[str]:
-    """The Debian packages a set needs, installed by one apt-get (one index update)."""
-    extra = matrix.test_apt if set_name == "test" else ()
-    return sorted({*matrix.nodes.apt_packages, *matrix.kind_engine_apt, *extra})
-
-
-def _apt_install(packages: list[str], progress: Progress) -> None:
-    missing = _apt_missing(packages)
-    if not missing:
-        return
-    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    progress(f"apt-get install {' '.join(missing)}")
-    for argv in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", *missing]):
-        try:
-            done = subprocess.run(
-                [*sudo, *argv], capture_output=True, text=True, env=env, timeout=APT_TIMEOUT, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise HarnessError(f"{' '.join(argv[:2])} took over {APT_TIMEOUT}s") from None
-        if done.returncode != 0:
-            raise HarnessError(f"{' '.join(argv[:2])} failed: {done.stderr.strip()[-600:]}")
 
 
 def _go_install_kind(matrix: Matrix, progress: Progress) -> Path:
@@ -255,8 +222,8 @@ def parts_for(set_name: str, matrix: Matrix) -> list[Part]:
     apt = Part(
         "apt packages",
         IO,
-        lambda progress: _apt_install(packages, progress),
-        built=lambda: not _apt_missing(packages),
+        lambda progress: apt_install(packages, progress),
+        built=lambda: not apt_missing(packages),
     )
     kind = Part(
         "kind",
