@@ -41,7 +41,10 @@ _PRERELEASE = re.compile(r"^v\d+\.\d+\.\d+-(?:alpha|beta|rc)\.\d+$")
 
 def release_label(version: str) -> str:
     """How a report names the Kubernetes build it ran against: "v1.38.0-beta.0, pre-release"
-    for a pre-release, the version alone for a release (the one place that tells them apart)."""
+    for a pre-release, the version alone for a release (the one place that tells them apart);
+    "version unknown" when the version was never read, never an empty gap in a header."""
+    if not version.strip():
+        return "version unknown"
     return f"{version}, pre-release" if _PRERELEASE.match(version) else version
 
 

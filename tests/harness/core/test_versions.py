@@ -182,6 +182,9 @@ def test_every_personality_says_how_it_was_checked_from_one_place() -> None:
         # a provider's build suffix is a release, not a pre-release
         ("v1.30.4-eks-a737599", "v1.30.4-eks-a737599"),
         ("v1.30.5-gke.1014001", "v1.30.5-gke.1014001"),
+        # a header never shows an empty gap ("Kubernetes ;")
+        ("", "version unknown"),
+        ("  ", "version unknown"),
     ],
 )
 def test_a_report_calls_a_build_pre_release_from_its_version_alone(version: str, label: str) -> None:
