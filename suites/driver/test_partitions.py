@@ -177,6 +177,39 @@ def _device_of(kube: Kube, namespace: str, pod: str, chosen: Chosen) -> str:
 PARENT_NEED = f"{WHAT}, published together with their parent device"
 
 
+def _one_excludes_the_other(
+    kube: Kube, namespace: str, chosen: Chosen, first: str, second: str, record_property: RecordProperty
+) -> None:
+    """``first`` ("parent" or "partition") runs; ``second`` waits with the scheduler's reason, then
+    runs once ``first`` is deleted: both directions of the parent/partition exclusion."""
+    assert chosen.family.parent is not None
+    parent = chosen.family.parent["name"]
+    _claim(kube, namespace, first, chosen, first)
+    wait_phase(kube, namespace, first, "Running")
+    held = _device_of(kube, namespace, first, chosen)
+    expected = [parent] if first == "parent" else list(chosen.family.names())
+    assert held in expected, f"pod {first} got {held}, expected one of {expected}"
+
+    _claim(kube, namespace, second, chosen, second)
+    why = (
+        f"{parent} (the parent of {len(chosen.family.partitions)} partitions) is allocated to pod parent"
+        if first == "parent"
+        else f"its partition {held} is allocated to pod partition"
+    )
+    message = _waits(kube, namespace, second, why)
+
+    kube.delete(*kinds.POD, first, namespace)
+    wait_phase(kube, namespace, second, "Running")
+    got = _device_of(kube, namespace, second, chosen)
+    expected = [parent] if second == "parent" else list(chosen.family.names())
+    assert got in expected, f"pod {second} got {got}, expected one of {expected}"
+    record_property(
+        EVIDENCE,
+        f"{chosen.node.node}: the {second} claim waited while {held} was allocated to the {first} "
+        f"({message!r}), then got {got} once it was freed",
+    )
+
+
 def test_a_partition_waits_while_its_parent_is_allocated(
     kube: Kube,
     namespace: str,
@@ -186,25 +219,7 @@ def test_a_partition_waits_while_its_parent_is_allocated(
     record_property: RecordProperty,
 ) -> None:
     chosen = _choose(fleet, objects, namespace, driver, PARENT_NEED, lambda _, f: f.parent is not None)
-    assert chosen.family.parent is not None
-    parent = chosen.family.parent["name"]
-    _claim(kube, namespace, "parent", chosen, "parent")
-    wait_phase(kube, namespace, "parent", "Running")
-    assert _device_of(kube, namespace, "parent", chosen) == parent
-
-    _claim(kube, namespace, "part", chosen, "partition")
-    why = f"{parent} (the parent of {len(chosen.family.partitions)} partitions) is allocated to pod parent"
-    message = _waits(kube, namespace, "part", why)
-
-    kube.delete(*kinds.POD, "parent", namespace)
-    wait_phase(kube, namespace, "part", "Running")
-    got = _device_of(kube, namespace, "part", chosen)
-    assert got in chosen.family.names()
-    record_property(
-        EVIDENCE,
-        f"{chosen.node.node}: a partition claim waited while {parent} was allocated "
-        f"({message!r}), then got {got} once it was freed",
-    )
+    _one_excludes_the_other(kube, namespace, chosen, "parent", "partition", record_property)
 
 
 def test_the_parent_waits_while_a_partition_is_allocated(
@@ -216,24 +231,7 @@ def test_the_parent_waits_while_a_partition_is_allocated(
     record_property: RecordProperty,
 ) -> None:
     chosen = _choose(fleet, objects, namespace, driver, PARENT_NEED, lambda _, f: f.parent is not None)
-    assert chosen.family.parent is not None
-    parent = chosen.family.parent["name"]
-    _claim(kube, namespace, "part", chosen, "partition")
-    wait_phase(kube, namespace, "part", "Running")
-    got = _device_of(kube, namespace, "part", chosen)
-    assert got in chosen.family.names()
-
-    _claim(kube, namespace, "parent", chosen, "parent")
-    message = _waits(kube, namespace, "parent", f"its partition {got} is allocated to pod part")
-
-    kube.delete(*kinds.POD, "part", namespace)
-    wait_phase(kube, namespace, "parent", "Running")
-    assert _device_of(kube, namespace, "parent", chosen) == parent
-    record_property(
-        EVIDENCE,
-        f"{chosen.node.node}: {parent} waited while its partition {got} was allocated "
-        f"({message!r}), then was allocated once it was freed",
-    )
+    _one_excludes_the_other(kube, namespace, chosen, "partition", "parent", record_property)
 
 
 def _counted(node: NodeFamilies, family: Family) -> bool:
