@@ -208,7 +208,7 @@ COVERS: dict[str, tuple[str, ...]] = {
     ),
     "accounting": ("accounting", "quota-legacy-name"),
     "unmapped-legacy-resource": (NOT_ACCELERATOR,),
-    "device-taints": ("device-taints", "device-taint-rule"),
+    "device-taints": ("device-taints", "device-taint-rule", "tainted-pool"),
 }
 TARGET_CHECKS = (
     "stored-api-version",
