@@ -128,7 +128,8 @@ class ShownTaint:
 
     @property
     def label(self) -> str | None:
-        return health_label(self.key, self.value, self.effect)
+        # A rule over NVIDIA's key is the platform team's doing, not the plugin's health report.
+        return None if self.rule else health_label(self.key, self.value, self.effect)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ NVIDIA's v0.5.0 plugin publishes them (the nvidia-v0.5 personality, compared wit
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -116,8 +117,11 @@ def test_the_scan_lists_tainted_devices_by_pool_with_their_source(
         (f"{NV}/xid", None, "NoExecute", "DeviceTaintRule", None),
     ]
     assert gpu1["taints"][1]["name"] == rule
-    # The API server stamps timeAdded on the published taint (k8s.io/api resource/v1 types.go @ v0.37.2).
-    assert gpu1["taints"][0]["time_added"]
+    # The API server stamps timeAdded on both (k8s.io/api resource/v1 types.go DeviceTaint @
+    # v0.37.2, v1alpha3 @ v0.34.4; pkg/registry/resource/devicetaintrule/strategy.go @ v1.37.2).
+    published, ruled = gpu1["taints"]
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+    assert [bool(re.fullmatch(stamp, t["time_added"] or "")) for t in (published, ruled)] == [True, True]
     [[device, taint]] = [(d["device"], t) for d in ours[ok]["tainted_devices"] for t in d["taints"]]
     assert (device, taint["effect"], taint["meaning"]) == (
         "gpu-0",
@@ -133,12 +137,11 @@ def test_the_scan_lists_tainted_devices_by_pool_with_their_source(
     )
     md = (tmp_path / "scan.md").read_text().splitlines()
     head = f"| {NV}/{xid} | {xid} | 1 of 4 devices tainted, 1 kept off new claims | gpu-1 |"
-    published, ruled = gpu1["taints"]
     assert [line for line in md if line.startswith(head)] == [
         f"{head} {NV}/xid=79:NoSchedule [NVIDIA device health: Xid 79 (fatal)] | the driver's "
         f"ResourceSlice {published['name']} | {published['time_added']} | new claims do not get it "
         "unless they tolerate the taint |",
-        f"{head} {NV}/xid:NoExecute | DeviceTaintRule {rule} | {ruled['time_added'] or '-'} | pods using "
+        f"{head} {NV}/xid:NoExecute | DeviceTaintRule {rule} | {ruled['time_added']} | pods using "
         "it are evicted; new claims do not get it unless they tolerate the taint |",
     ]
     assert sum(line.startswith(f"| {NV}/{lost} |") for line in md) == 4
