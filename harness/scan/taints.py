@@ -162,7 +162,8 @@ class PoolTaints:
 
 def health_label(key: str, value: str | None, effect: str) -> str | None:
     """What NVIDIA's plugin meant by a taint it publishes (device_health.go:36-38 keys, 68-96
-    healthEventToTaint @ v0.4.1, v0.5.0); None for keys it does not publish."""
+    healthEventToTaint, 231 gpu-lost on every device @ v0.4.1, v0.5.0); None for keys it does not
+    publish."""
     if key == "gpu.nvidia.com/xid":
         fatal = "fatal" if effect != "None" else "not fatal"
         if value and value.isdigit() and int(value) in NV_SKIPPED_XIDS:
