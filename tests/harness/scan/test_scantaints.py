@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from harness.kit import builders as b
 from harness.kit.checks.detectors import Severity
+from harness.scan.cluster import evaluate, render_json, render_text
+from harness.scan.render import render_markdown
+from harness.scan.state import ClusterState
 from harness.scan.taints import (
     health_label,
     matched_devices,
@@ -180,3 +185,34 @@ def test_a_pool_out_of_service_warns_and_a_driver_out_of_service_blocks() -> Non
         f"every one of the 3 devices {NV} publishes is tainted NoSchedule or NoExecute: no claim or "
         "bridged pod without a toleration can get one"
     )
+
+
+def _state(slices: list[dict[str, object]], gates: dict[str, bool]) -> ClusterState:
+    return ClusterState((1, 37), "v1.37.2", gates, [], [], [], [], slices, [], [], [])
+
+
+def test_the_view_is_in_every_output_and_the_check_says_when_the_gate_hides_taints() -> None:
+    slices = [_slice("n0", _tainted("gpu-0", "NoSchedule"), b.device("gpu-1"))]
+    result = evaluate(_state(slices, {"DRADeviceTaints": True}), "nvidia.com/gpu", None, [NV])
+
+    text = render_text(result).splitlines()
+    head = f"tainted devices in {NV} pool n0 (node n0): 1 of 2 devices tainted, 1 kept off new claims"
+    assert text[text.index(head) + 1].startswith(f"  gpu-0: {NV}/xid=79:NoSchedule [NVIDIA device health")
+    assert [p["pool"] for p in json.loads(render_json(result))["tainted_devices"]] == ["n0"]
+    assert "#### Tainted devices by pool" in render_markdown(result).splitlines()
+    [check] = [c for c in result.checks if c.check == "device-taints"]
+    assert (check.status.value, check.why) == (
+        "WARN",
+        f"1 finding(s); driver/{NV}: 1 device(s) carry taints: 1 x {NV}/xid=79:NoSchedule",
+    )
+
+    off = evaluate(
+        _state([_slice("n0", b.device("gpu-0"))], {"DRADeviceTaints": False}), "nvidia.com/gpu", None, [NV]
+    )
+    [check] = [c for c in off.checks if c.check == "device-taints"]
+    assert (check.status.value, check.why) == (
+        "NOT APPLICABLE",
+        "DRADeviceTaints is off on kube-apiserver: it drops the taints drivers publish",
+    )
+    assert "Tainted devices" not in render_markdown(off)
+    assert json.loads(render_json(off))["tainted_devices"] == []
