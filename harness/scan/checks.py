@@ -208,7 +208,7 @@ COVERS: dict[str, tuple[str, ...]] = {
     ),
     "accounting": ("accounting", "quota-legacy-name"),
     "unmapped-legacy-resource": (NOT_ACCELERATOR,),
-    "device-taints": ("device-taints", "device-taint-rule"),
+    "device-taints": ("device-taints", "device-taint-rule", "tainted-pool"),
 }
 TARGET_CHECKS = (
     "stored-api-version",
@@ -292,7 +292,11 @@ def _applicability(state: ClusterState, resource: str) -> dict[str, tuple[str, s
         ),
         "accounting": (no_slices, "notes only: where allocatable and quotas undercount DRA pools"),
         "device-taints": (
-            "",
+            # Off, kube-apiserver drops the taints drivers publish (pkg/registry/resource/
+            # resourceslice/strategy.go:229-237 @ v1.37.2): a PASS would promise what it cannot see.
+            "DRADeviceTaints is off on kube-apiserver: it drops the taints drivers publish"
+            if state.gates.get("DRADeviceTaints") is False
+            else "",
             "no published device carries a taint that keeps claims off and no DeviceTaintRule is in force",
         ),
         "claim-objects": ("", "counted"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.controlplane.gates import dra_gates
@@ -56,7 +56,15 @@ from harness.scan.exits import EXIT_BLOCKING, EXIT_READY, EXIT_WARNINGS
 from harness.scan.read import read_state
 from harness.scan.shapes import target_shape_findings
 from harness.scan.state import ClusterState
-from harness.scan.taints import rule_findings, slice_taint_findings
+from harness.scan.taints import (
+    PoolTaints,
+    rule_findings,
+    slice_taint_findings,
+    tainted_pool_findings,
+    taints_by_pool,
+    view_json,
+    view_lines,
+)
 
 VERDICTS = {EXIT_READY: "READY", EXIT_WARNINGS: "READY WITH WARNINGS", EXIT_BLOCKING: "NOT READY"}
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
@@ -184,6 +192,7 @@ def run_checks(
         ),
         *slice_taint_findings(state.slices),
         *rule_findings(state.taint_rules, state.slices),
+        *tainted_pool_findings(taints_by_pool(state.slices, state.taint_rules), state.slices, resource),
         *_claim_counts(state),
     ]
     return sorted(findings, key=lambda f: (-f.severity, f.check, f.subject))
@@ -201,6 +210,7 @@ class ScanResult:
     pools: Pools
     checks: list[CheckResult]
     bridging: list[str]
+    taints: list[PoolTaints] = field(default_factory=list)  # tainted devices by pool (harness.scan.taints)
 
 
 def render_text(result: ScanResult) -> str:
@@ -212,6 +222,7 @@ def render_text(result: ScanResult) -> str:
         *result.bridging,
         gates_statement(state),
     ]
+    lines += view_lines(result.taints)
     for f in findings:
         lines.append(f"{f.severity.name:<8} {f.check:<26} {f.subject}: {f.message}")
         if f.severity > Severity.INFO:
@@ -236,6 +247,7 @@ def render_json(result: ScanResult) -> str:
         },
         "bridging": result.bridging,
         "gates": dra_gates(result.state.gates),
+        "tainted_devices": view_json(result.taints),
         "checks": [{"check": c.check, "status": c.status.value, "why": c.why} for c in result.checks],
         "findings": [asdict(f) | {"severity": f.severity.name} for f in result.findings],
         "not_checked": not_checked(result.state),
@@ -292,4 +304,5 @@ def evaluate(
         pools,
         check_results(state, findings, resource, target),
         [*bridging_statements(state, pools, bridge_on), conventions_statement(state.nodes)],
+        taints_by_pool(state.slices, state.taint_rules),
     )

@@ -1,6 +1,6 @@
 """The scan as Markdown, for a PR comment: the verdict, the pools, what bridging offers, the
 DRA gates, every check with its status and why, and the findings with their fixes (text and
-JSON: harness.scan.cluster)."""
+JSON: harness.scan.cluster), and the tainted devices by pool (harness.scan.taints)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from harness.core.redaction import redact
 from harness.kit.checks.detectors import Severity
 from harness.scan.checks import gates_statement, not_checked, summary_for
 from harness.scan.cluster import VERDICTS, ScanResult, exit_code
+from harness.scan.taints import view_markdown
 
 
 def _cell(text: str) -> str:
@@ -35,5 +36,7 @@ def render_markdown(result: ScanResult) -> str:
         for f in shown:
             cells = [f.severity.name, f.check, *(_cell(x) for x in (f.subject, f.message, f.remediation))]
             lines.append("| " + " | ".join(cells) + " |")
+    if result.taints:
+        lines += ["", *view_markdown(result.taints)]
     lines += ["", *(f"_{line}_" for line in not_checked(state))]
     return redact("\n".join(lines) + "\n")
