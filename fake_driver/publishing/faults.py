@@ -116,12 +116,9 @@ def mark_unhealthy(
     events = f.events
     for name in names:
         events = add_event(events, HealthEvent(name, event, xid))
-    unhealthy = tuple(sorted({*f.unhealthy, *names}))
-    set_faults(
-        pub,
-        node,
-        dataclasses.replace(f, unhealthy=unhealthy, health_mode=mode or f.health_mode, events=events),
-    )
+    # The events name the sick devices (removal and the generic taint use them too);
+    # `unhealthy` is left to the older form, whose devices count as Xid 79.
+    set_faults(pub, node, dataclasses.replace(f, health_mode=mode or f.health_mode, events=events))
 
 
 def restart_plugin(pub: Publisher, nodes: Iterable[str]) -> None:
