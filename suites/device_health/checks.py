@@ -125,6 +125,15 @@ def no_execute_rule_evicts_a_claim_pod_and_a_bridged_pod_per_minor(h: HealthTarg
             timeout=TIMEOUTS.deletion,
             describe="claim pod evicted by the NoExecute DeviceTaintRule",
         )
+        evicted = ["bridged", "claim"] if no_execute_evicts_bridged_pods(version) else ["claim"]
+        # The taint eviction controller's own word, not a kubelet's (kwok nodes have none).
+        said = wait_for(
+            lambda: eviction_events(h, ns),
+            lambda got: got == evicted,
+            timeout=TIMEOUTS.api_object,
+            describe=f"DeviceTaintManagerEviction events for {evicted}",
+        )
+        assert said == evicted
         if no_execute_evicts_bridged_pods(version):
             left = wait_for(
                 lambda: sorted(p["metadata"]["name"] for p in h.kube.list(*kinds.POD, ns)),
@@ -139,6 +148,20 @@ def no_execute_rule_evicts_a_claim_pod_and_a_bridged_pod_per_minor(h: HealthTarg
     finally:
         for rule in rules:
             h.kube.delete(api, "DeviceTaintRule", rule)
+
+
+def eviction_events(h: HealthTarget, ns: str) -> list[str]:
+    """Pods the device taint eviction controller marked for deletion: its event
+    (pkg/controller/devicetainteviction/device_taint_eviction.go emitPodDeletionEvent,
+    "DeviceTaintManagerEviction" "Marking for deletion" @ v1.36.3:1658, v1.37.2:1649,
+    v1.38.0-beta.0:1660)."""
+    return sorted(
+        {
+            e["involvedObject"]["name"]
+            for e in h.kube.list(*kinds.EVENT, ns)
+            if e.get("reason") == "DeviceTaintManagerEviction" and e.get("message") == "Marking for deletion"
+        }
+    )
 
 
 def taints_stay_after_the_device_recovers_until_the_plugin_restarts(h: HealthTarget) -> None:

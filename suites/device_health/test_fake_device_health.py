@@ -9,12 +9,19 @@ v1.38.0-beta.0), which a real node's kubelet would then stop.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+import yaml
 
 from fake_driver.core.errors import FakeDriverError
 from fake_driver.publishing import faults
 from fixtures.devicehealth import Taint
-from fixtures.fakehealth import FakeHealth
+from fixtures.fakehealth import FAKE_GPUS, FakeHealth
+from harness.clusters.base import Cluster
+from harness.core.versions import REPO_ROOT
 from suites.device_health import checks
 from suites.device_health.checks import FATAL, NON_FATAL, taint
 
@@ -76,3 +83,41 @@ def test_a_no_execute_rule_over_the_xid_key_evicts_a_claim_pod_and_a_bridged_pod
     fake_health: FakeHealth, namespace: str
 ) -> None:
     checks.no_execute_rule_evicts_a_claim_pod_and_a_bridged_pod_per_minor(fake_health, namespace)
+
+
+def test_the_fault_command_line_adds_one_device_at_a_time_and_restart_clears(
+    fake_health: FakeHealth, cluster: Cluster, tmp_path: Path
+) -> None:
+    """The command an external check (qualify's device-health) runs: a second call adds to
+    the running node's state; a device the node lacks is one line and exit 2 (bad input)."""
+    h = fake_health
+    fleet = tmp_path / "fleet.yaml"
+    pool = {"name": "h", "nodes": [h.node], "profile": "h100-80gb-hbm3", "gpus": FAKE_GPUS}
+    fleet.write_text(yaml.safe_dump({"pools": [pool | {"personality": h.personality}]}))
+    common = ["--fleet", str(fleet), "--kubeconfig", str(cluster.kubeconfig), "--nodes", h.node]
+    for args in (
+        ["--devices", "gpu-0", "--event", "xid", "--xid", "79"],
+        ["--devices", "gpu-1", "--xid", "13"],
+    ):
+        done = _fake_driver("fault", "unhealthy", *common, *args)
+        assert (done.returncode, done.stderr) == (0, "")
+    want = CLEAN | {"gpu-0": [taint("xid", FATAL)], "gpu-1": [taint("xid", NON_FATAL)]}
+    assert h.wait_taints(want, "Xid 79 on gpu-0 and Xid 13 on gpu-1 from two commands") == want
+
+    bad = _fake_driver("fault", "unhealthy", *common, "--devices", "gpu-9")
+    line = f"node {h.node} has no device gpu-9 (its devices: gpu-0, gpu-1, gpu-2, gpu-3)"
+    assert (bad.returncode, bad.stderr, bad.stdout) == (2, f"fake_driver: error: {line}\n", "")
+
+    done = _fake_driver("fault", "restart", *common)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert h.wait_taints(CLEAN, "no taint after fault restart") == CLEAN
+
+
+def _fake_driver(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fake_driver", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
