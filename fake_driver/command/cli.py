@@ -113,7 +113,11 @@ def _cluster_parsers(sub: Subparsers) -> None:
     p.add_argument("--remove", action="store_true", help="withdraw: drop the resource instead of 0")
 
     p = sub.add_parser("fault", help="inject a fault")
-    p.add_argument("kind", choices=("crash", "recover", "stale-generation", "drop-attribute", "unhealthy"))
+    p.add_argument(
+        "kind",
+        choices=("crash", "recover", "restart", "stale-generation", "drop-attribute", "unhealthy"),
+        help="unhealthy adds to the node's sick devices; restart forgets them, as a plugin restart does",
+    )
     _fleet_arg(p)
     _cluster_args(p)
     p.add_argument("--nodes", type=node_names, required=True, help="comma-separated node names")
@@ -249,6 +253,8 @@ def _fault(args: argparse.Namespace) -> int:
         faults.crash(pub, nodes, wipe=args.wipe)
     elif args.kind == "recover":
         faults.recover(pub, nodes)
+    elif args.kind == "restart":
+        faults.restart_plugin(pub, nodes)
     elif args.kind == "stale-generation":
         faults.stale_generation(pub, nodes)
     elif args.kind == "drop-attribute":
@@ -259,8 +265,7 @@ def _fault(args: argparse.Namespace) -> int:
         if not args.devices:
             raise FakeDriverError("unhealthy needs --devices gpu-0[,gpu-1...]")
         for n in nodes:
-            event = "" if args.event == "xid" else args.event
-            faults.mark_unhealthy(pub, n, args.devices, args.mode, event=event, xid=args.xid)
+            faults.mark_unhealthy(pub, n, args.devices, args.mode, event=args.event, xid=args.xid)
     return 0
 
 

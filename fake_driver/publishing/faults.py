@@ -10,6 +10,8 @@ updates the annotation and republishes the node through ``publisher`` at once.
     faults.stale_generation(pub, ["n1"])             # slice #0 one generation behind
     faults.drop_attribute(pub, ["n2"], "productName")  # CEL runtime-error case
     faults.mark_unhealthy(pub, "n1", ["gpu-3"])      # taint (v0.4) or removal (v25.12)
+    faults.mark_unhealthy(pub, "n1", ["gpu-1"], xid=13)  # adds to gpu-3's event
+    faults.restart_plugin(pub, ["n1"])               # health state gone, as a restart does
 """
 
 from __future__ import annotations
@@ -18,10 +20,18 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from fake_driver.core.errors import NodeNotFoundError
-from fake_driver.facts.personalities import DEFAULT_XID, HealthMode
-from fake_driver.fleetspec.faultstate import FAULTS_ANNOTATION, HEALTH_MODES, NO_FAULTS, NodeFaults
+from fake_driver.core.errors import FakeDriverError, NodeNotFoundError
+from fake_driver.facts.personalities import DEFAULT_XID, HEALTH_EVENTS, HealthMode
+from fake_driver.fleetspec.faultstate import (
+    FAULTS_ANNOTATION,
+    HEALTH_MODES,
+    NO_FAULTS,
+    HealthEvent,
+    NodeFaults,
+    add_event,
+)
 from fake_driver.publishing.publisher import Publisher
+from fake_driver.rendering.slices import device_names, render_node
 
 __all__ = [
     "FAULTS_ANNOTATION",
@@ -32,6 +42,7 @@ __all__ = [
     "get_faults",
     "mark_unhealthy",
     "recover",
+    "restart_plugin",
     "set_faults",
     "stale_generation",
 ]
@@ -89,13 +100,45 @@ def mark_unhealthy(
     devices: Iterable[str],
     mode: HealthMode | None = None,
     *,
-    event: str = "",
+    event: str = "xid",
     xid: int = DEFAULT_XID,
 ) -> None:
-    """Mark devices unhealthy. ``mode`` None = what the personality does (v0.4 taints,
-    v25.12 removes, older versions do nothing); ``event``/``xid``: what the monitor saw
-    ("xid" with its number, "gpu-lost", "unmonitored"), which picks v0.4's taint."""
+    """Mark devices unhealthy, adding to what the node already has. ``mode`` None = what the
+    personality does (v0.4/v0.5 taint, v25.12 removes, older versions do nothing);
+    ``event``/``xid``: what the monitor saw for these devices ("xid" with its code,
+    "gpu-lost", "unmonitored"); another device keeps its own event. "" means "xid"."""
+    event = event or "xid"
+    if event not in HEALTH_EVENTS:
+        raise FakeDriverError(f"unknown health event {event!r} (choices: {', '.join(HEALTH_EVENTS)})")
+    names = list(devices)
+    _check_devices(pub, node, names)
     f = get_faults(pub, node)
-    unhealthy = tuple(sorted({*f.unhealthy, *devices}))
-    changed = dataclasses.replace(f, unhealthy=unhealthy, health_mode=mode or f.health_mode)
-    set_faults(pub, node, dataclasses.replace(changed, health_event=event, xid=xid))
+    events = f.events
+    for name in names:
+        events = add_event(events, HealthEvent(name, event, xid))
+    # The events name the sick devices (removal and the generic taint use them too);
+    # `unhealthy` is left to the older form, whose devices count as Xid 79.
+    set_faults(pub, node, dataclasses.replace(f, health_mode=mode or f.health_mode, events=events))
+
+
+def restart_plugin(pub: Publisher, nodes: Iterable[str]) -> None:
+    """What a restart of the plugin does to health state: NV keeps taints in memory only
+    (allocatable.go AddOrUpdateTaint @ v0.4.1:328, v0.5.0:354; nothing removes one while it
+    runs) and a restart publishes every device without them (driver.go publishResources,
+    GetDevice without taints); so every health event is forgotten. Other faults stay."""
+    for n in nodes:
+        f = get_faults(pub, n)
+        set_faults(pub, n, dataclasses.replace(f, unhealthy=(), events=(), health_mode=None, crashed=False))
+
+
+def _check_devices(pub: Publisher, node: str, names: list[str]) -> None:
+    """A device the node does not publish: one line naming the node's devices. A full-GPU
+    name is also accepted where the personality removes sick devices (it covers its MIG ones)."""
+    spec = pub.fleet.node(node)
+    known = device_names(render_node(spec, pub.minor))
+    allowed = set(known)
+    if spec.pool.personality.health_mode != "taint":
+        allowed |= {f"gpu-{i}" for i in range(spec.pool.gpus)}
+    for name in names:
+        if name not in allowed:
+            raise FakeDriverError(f"node {node} has no device {name} (its devices: {', '.join(known)})")

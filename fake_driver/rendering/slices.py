@@ -17,15 +17,23 @@ from fake_driver.api import apilimits
 from fake_driver.api.apilimits import Minor
 from fake_driver.api.ownership import owner_labels
 from fake_driver.core.errors import UnsupportedError
-from fake_driver.facts.personalities import DYNAMIC_MIG_HEALTH_REFUSAL, Personality, health_taint
-from fake_driver.fleetspec.faultstate import NO_FAULTS, NodeFaults
+from fake_driver.facts.personalities import DYNAMIC_MIG_HEALTH_REFUSAL, Personality, Taint, health_taint
+from fake_driver.fleetspec.faultstate import NO_FAULTS, HealthEvent, NodeFaults
 from fake_driver.fleetspec.fleet import FleetPool, NodeSpec
 from fake_driver.rendering.apirules import slice_violations
 from fake_driver.rendering.devicemodel import DeviceRecord, GpuDevices, Obj, PhysicalGpu, physical_gpus
 from fake_driver.rendering.example_devices import example_gpu
 from fake_driver.rendering.nvidia_devices import render_nvidia_gpu
 
-__all__ = ["DeviceRecord", "PhysicalGpu", "RenderedPool", "device_names", "physical_gpus", "render_node"]
+__all__ = [
+    "DeviceRecord",
+    "PhysicalGpu",
+    "RenderedPool",
+    "device_names",
+    "health_taints",
+    "physical_gpus",
+    "render_node",
+]
 
 # (sharedCounters, devices) of one slice, before the envelope.
 Body = tuple[list[Obj] | None, Sequence[Obj]]
@@ -46,19 +54,20 @@ class RenderedPool:
 def _apply_faults(
     pool: FleetPool, minor: Minor, per_gpu: list[GpuDevices], faults: NodeFaults
 ) -> list[GpuDevices]:
-    if not faults.drop_attributes and not faults.unhealthy:
+    if not faults.drop_attributes and not faults.unhealthy and not faults.events:
         return per_gpu
     p = pool.personality
     mode = faults.health_mode or p.health_mode
     # The release refuses to run health checking next to DynamicMIG at all.
-    own_health = faults.unhealthy and faults.health_mode is None
+    own_health = (faults.unhealthy or faults.events) and faults.health_mode is None
     if own_health and p.health_excludes_dynamic_mig and pool.mig.mode == "dynamic":
         raise UnsupportedError(f"{p.name}: {DYNAMIC_MIG_HEALTH_REFUSAL}")
-    bad = set(faults.unhealthy)
-    taint = _unhealthy_taint(p, minor, faults) if mode == "taint" and bad else None
-    # A lost GPU taints every device of the node, as NV's monitor does on GPU_IS_LOST
-    # (cmd/gpu-kubelet-plugin/device_health.go sendHealthEventForAllDevices @ v0.4.1, v0.5.0).
-    node_wide = taint is not None and faults.health_event == "gpu-lost" and faults.health_mode is None
+    # A full-GPU name ("gpu-3") also covers its MIG devices where devices are removed or
+    # given the generic taint; the release's own taints follow its events per device.
+    bad = {*faults.unhealthy, *(e.device for e in faults.events)}
+    own_taints = mode == "taint" and p.health_mode == "taint"
+    per_device = health_taints(p, minor, per_gpu, faults) if own_taints else {}
+    generic = _generic_taint(p) if mode == "taint" and not own_taints and bad else None
     out: list[GpuDevices] = []
     for g in per_gpu:
         gpu_bad = f"gpu-{g.gpu.minor}" in bad or f"gpu-{g.gpu.index}" in bad
@@ -68,31 +77,62 @@ def _apply_faults(
             if faults.drop_attributes:
                 kept = {k: v for k, v in d["attributes"].items() if k not in faults.drop_attributes}
                 d = {**d, "attributes": kept}
-            if gpu_bad or d["name"] in bad or node_wide:
-                if mode == "remove":
-                    continue
-                if taint is not None:
-                    d = {**d, "taints": [taint]}
+            if mode == "remove" and (gpu_bad or d["name"] in bad):
+                continue
+            if generic is not None and (gpu_bad or d["name"] in bad):
+                d = {**d, "taints": [generic]}
+            elif d["name"] in per_device:
+                d = {**d, "taints": per_device[d["name"]]}
             devs.append(d)
             recs.append(r)
         out.append(GpuDevices(g.gpu, tuple(devs), tuple(recs), g.counter_set))
     return out
 
 
-def _unhealthy_taint(p: Personality, minor: Minor, faults: NodeFaults) -> Obj:
-    if p.health_mode == "taint":
-        t = health_taint(p, faults.health_event, faults.xid)
-        key, value, effect = t.key, t.value, t.effect
-    else:
-        # Health handling forced onto a release without taints: a generic taint.
-        key, value, effect = f"{p.driver}/unhealthy", None, "NoSchedule"
-    if effect == "None" and minor < apilimits.TAINT_EFFECT_NONE_SINCE:
+def health_taints(
+    p: Personality, minor: Minor, per_gpu: Sequence[GpuDevices], faults: NodeFaults
+) -> dict[str, list[Obj]]:
+    """Each device's taints after the node's health events, replayed in arrival order as NV's
+    monitor and driver do (cmd/gpu-kubelet-plugin @ v0.4.1 and v0.5.0): an Xid taints the device
+    it names only, a static MIG device included (device_health.go run: deviceByPlacement.get by
+    parent UUID, GI, CI, :258); a lost GPU taints every device of the node
+    (sendHealthEventForAllDevices, :231, :255, :281); an unmonitored GPU taints all its devices
+    (sendHealthEventForDevices over the parent's GI map, :175-192, :291); one taint per key per
+    device, a later event replacing the value in place (allocatable.go AddOrUpdateTaint,
+    v0.4.1:328, v0.5.0:354). Nothing removes a taint while the plugin runs."""
+    own = {e.device for e in faults.events}
+    events = [HealthEvent(u) for u in faults.unhealthy if u not in own] + list(faults.events)
+    parent: dict[str, GpuDevices] = {}
+    for g in per_gpu:
+        parent.update({d["name"]: g for d in g.devices})
+    every = [d["name"] for g in per_gpu for d in g.devices]
+    got: dict[str, dict[str, Obj]] = {}
+    for e in events:
+        if e.event == "gpu-lost":
+            targets = every
+        elif e.event == "unmonitored":
+            targets = [d["name"] for d in parent[e.device].devices] if e.device in parent else []
+        else:
+            targets = [e.device] if e.device in parent else []  # the plugin ignores unknown ones
+        t = _taint(health_taint(p, e.event, e.xid), minor)
+        for name in targets:
+            got.setdefault(name, {})[t["key"]] = t
+    return {name: list(by_key.values()) for name, by_key in got.items()}
+
+
+def _generic_taint(p: Personality) -> Obj:
+    # Health handling forced onto a release without taints: a generic taint.
+    return {"key": f"{p.driver}/unhealthy", "effect": "NoSchedule"}
+
+
+def _taint(t: Taint, minor: Minor) -> Obj:
+    if t.effect == "None" and minor < apilimits.TAINT_EFFECT_NONE_SINCE:
         raise UnsupportedError(
             f"taint effect None needs Kubernetes >= 1.35, server is {apilimits.format_minor(minor)}"
         )
-    taint: Obj = {"key": key, "effect": effect}
-    if value is not None:
-        taint["value"] = value
+    taint: Obj = {"key": t.key, "effect": t.effect}
+    if t.value is not None:
+        taint["value"] = t.value
     return taint
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fake_driver.facts.personalities import get_personality
-from fake_driver.fleetspec.faultstate import NodeFaults
+from fake_driver.fleetspec.faultstate import HealthEvent, NodeFaults
 from fake_driver.fleetspec.fleet import fleet_from_dict
 from fake_driver.publishing import installer
 from fake_driver.rendering.slices import RenderedPool, render_node
@@ -76,7 +76,7 @@ def _dynamic_mig(p: str) -> list[str]:
 def _taints(p: str) -> list[str]:
     out = []
     for (event, xid), want in g.TAINTS.items():
-        faults = NodeFaults(unhealthy=("gpu-0",), health_event=event if event != "xid" else "", xid=xid)
+        faults = NodeFaults(events=(HealthEvent("gpu-0", event or "xid", xid),))
         got = _devices(_render(p, faults))["gpu-0"].get("taints")
         if got != [want]:
             out.append(f"health {event} {xid}: taints {got}, release has [{want}]")

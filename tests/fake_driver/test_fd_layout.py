@@ -150,7 +150,7 @@ def test_more_than_128_devices_are_split_into_more_slices() -> None:
 
 
 def test_taints_lower_the_limit_to_64_from_1_35_only() -> None:
-    faults = NodeFaults(unhealthy=("gpu-0",))
+    faults = NodeFaults(unhealthy=("gpu-0-mig-1g10gb-19-0",))  # an Xid taints one MIG device
     new = _render((1, 35), faults=faults, gpus=32, mig={"mode": "static", "layout": ["1g.10gb"] * 7})
     old = _render((1, 34), faults=faults, gpus=32, mig={"mode": "static", "layout": ["1g.10gb"] * 7})
     assert [len(s["spec"]["devices"]) for s in new.slices] == [64, 64, 64, 32]
