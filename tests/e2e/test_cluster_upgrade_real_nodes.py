@@ -77,7 +77,7 @@ def test_a_named_cluster_with_real_nodes_upgrades_its_kubelets_to_1_38(name: str
     assert down == (
         1,
         "",
-        f"dra-harness: cluster {name!r}: cluster {name!r}: a kubelet of {BEFORE} would be newer than "
+        f"dra-harness: cluster {name!r}: a kubelet of {BEFORE} would be newer than "
         f"kube-apiserver 1.36, which the version-skew policy forbids ({SKEW_POLICY}); replace those "
         "nodes first\n",
     )
