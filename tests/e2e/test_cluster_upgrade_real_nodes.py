@@ -96,6 +96,10 @@ def test_a_named_cluster_with_real_nodes_upgrades_its_kubelets_to_1_38(name: str
     print(f"cluster upgrade {BEFORE} -> {AFTER} with {len(NODES)} real nodes: {wall:.1f}s wall")
 
     assert (code, err) == (0, ""), out
+    for node in NODES:  # the API's word first, then the command's
+        got = kube.get(*kinds.NODE, node)
+        assert got["status"]["nodeInfo"]["kubeletVersion"] == new, node
+        assert "unschedulable" not in got["spec"], node
     header, *lines = out.splitlines()
     step = HEADER.match(header)
     assert step is not None, out
@@ -107,10 +111,6 @@ def test_a_named_cluster_with_real_nodes_upgrades_its_kubelets_to_1_38(name: str
     ], out
     assert kwok, "the demo fleet's kwok nodes"
     assert kube.git_version() == new
-    for node in NODES:
-        got = kube.get(*kinds.NODE, node)
-        assert got["status"]["nodeInfo"]["kubeletVersion"] == new, node
-        assert "unschedulable" not in got["spec"], node
     record = records.running(name)
     assert record is not None
     assert (record.phase, record.minor, record.kubelets) == ("ready", AFTER, dict.fromkeys(NODES, AFTER))
