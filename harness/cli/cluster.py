@@ -14,6 +14,10 @@ from harness.cli.upgrade import cmd_cluster_upgrade
 from harness.core.errors import HarnessError
 from harness.core.versions import load_matrix, release_label
 
+# harness.clusters.local.kubelets.KUBELET_MODES, default first, spelled here: that module pulls
+# the Kubernetes client in, which every command would then load (tests/harness/cli checks both agree).
+KUBELET_CHOICES = ("drain", "in-place", "keep")
+
 Subparsers: TypeAlias = "argparse._SubParsersAction[OneLineParser]"
 
 
@@ -201,6 +205,13 @@ def add_cluster_parsers(sub: Subparsers) -> None:
                 type=nonempty,
                 required=True,
                 help="the minor to step to, one up or down (versions.toml)",
+            )
+            p.add_argument(
+                "--kubelets",
+                choices=KUBELET_CHOICES,
+                default=KUBELET_CHOICES[0],
+                help="real nodes' kubelets on an upgrade: drain each node and swap in the target's "
+                "kubelet (default, upstream's way), swap in place, or keep them at their minor",
             )
         if action == "status":
             p.add_argument("--json", action="store_true", help="the supervisor's record (PIDs, kubeconfig)")

@@ -32,13 +32,14 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_upgrade(args: argparse.Namespace) -> int:
-    """`dra-harness cluster upgrade --to 1.37`: the named cluster's control plane, in place
-    (harness.clusters.named.upgrade). Exit 0 once it runs the target, 1 when refused or
+    """`dra-harness cluster upgrade --to 1.37`: the named cluster's control plane, in place,
+    then its real nodes' kubelets (`--kubelets`, harness.clusters.named.upgrade), one line per
+    real node with its kubeletVersion before and after. Exit 0 once it runs the target, 1 when refused or
     failed (one line), 130 on Ctrl-C with what the cluster runs."""
     from harness.clusters.named.upgrade import Interrupted, request_upgrade
 
     try:
-        outcome = request_upgrade(args.name, args.to)
+        outcome = request_upgrade(args.name, args.to, args.kubelets)
     except Interrupted as stop:
         print(f"dra-harness: {stop.state}", file=sys.stderr)
         return stop.code
@@ -48,6 +49,15 @@ def cmd_cluster_upgrade(args: argparse.Namespace) -> int:
     steps = ", ".join(f"{c} {s:.1f}s" for c, s in outcome.components.items())
     step = f"{outcome.before} -> {outcome.to} in {outcome.seconds:.1f}s"
     print(f"# cluster {args.name!r} upgraded {step} ({steps})")
+    for node, (was, now) in sorted(outcome.nodes.items()):
+        did = f"{was} -> {now} (drained)" if outcome.kubelets == "drain" else f"{was} -> {now}"
+        if was == now:
+            did = f"{was} kept (--kubelets {outcome.kubelets})"
+        elif outcome.kubelets == "in-place":
+            did = f"{was} -> {now} (in place, not drained)"
+        print(f"node {node}: kubelet {did}")
+    if outcome.kwok_nodes:
+        print(f"kwok nodes: {outcome.kwok_nodes}, no kubelet: left as they are")
     return 0
 
 

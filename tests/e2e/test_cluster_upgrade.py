@@ -19,6 +19,7 @@ from harness.clusters.named.upgrade import STEP_TIMEOUT, StepOutcome
 from harness.controlplane.build import controlplane_built
 from harness.core.versions import load_matrix
 from harness.kit import builders as b
+from harness.kit import kinds
 from harness.kit.gang import gang_api, gang_objects
 from harness.kit.kube import Kube
 from harness.kit.waits import TIMEOUTS, wait_for
@@ -77,8 +78,11 @@ def test_a_named_cluster_upgrades_in_place_and_its_bridged_pod_keeps_its_claim(n
     code, out, err = _upgrade(name, "1.37")
 
     assert (code, err) == (0, ""), out
-    step = STEP.match(out.strip())
+    header, *rest = out.splitlines()
+    step = STEP.match(header)
     assert step is not None, out
+    kwok = len(kube.list(*kinds.NODE))  # the demo fleet's nodes, no real one
+    assert rest == [f"kwok nodes: {kwok}, no kubelet: left as they are"], out
     assert (step["name"], step["before"], step["to"]) == (name, "1.36", "1.37"), out
     outcome = StepOutcome.read(records.state_dir(name))
     assert outcome is not None

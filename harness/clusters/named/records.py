@@ -43,6 +43,7 @@ class ClusterRecord:
     supervisor: ProcessIdentity
     kubeconfig: str
     components: dict[str, ProcessIdentity] = field(default_factory=dict)
+    kubelets: dict[str, str] = field(default_factory=dict)  # real node -> its kubelet's minor
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class ClusterRecord:
             "supervisor": self.supervisor.to_json(),
             "kubeconfig": self.kubeconfig,
             "components": {k: v.to_json() for k, v in self.components.items()},
+            "kubelets": dict(self.kubelets),
         }
 
     @classmethod
@@ -68,7 +70,9 @@ class ClusterRecord:
         parsed = {k: ProcessIdentity.from_json(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
         components = {k: v for k, v in parsed.items() if v is not None}
         name, minor, kubernetes, profile, phase, kubeconfig = (str(s) for s in strings)
-        return cls(name, minor, kubernetes, profile, phase, supervisor, kubeconfig, components)
+        raw = data.get("kubelets")
+        kubelets = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        return cls(name, minor, kubernetes, profile, phase, supervisor, kubeconfig, components, kubelets)
 
 
 def validate_name(name: str) -> str:

@@ -171,6 +171,7 @@ def _record(
             **{name: ProcessIdentity.of(pid) for name, pid in cluster.pids().items()},
             **({"fake-driver-publisher": ProcessIdentity.of(fleet.publisher.pid)} if fleet else {}),
         },
+        kubelets=dict(cluster.real.minors) if cluster.real is not None else {},
     )
 
 

@@ -13,6 +13,13 @@ its stop signals blocked, so a step is never cut in two: a `cluster down` waits 
 Ctrl-C of the command only stops the waiting. Meanwhile its record's phase says
 "upgrading A -> B"; the outcome goes to upgrade-result.json after the record names the new
 version.
+
+Real nodes take the step as the rehearsal's (harness.clusters.local.kubelets): after the
+control plane, each node whose kubelet ran the old minor is cordoned, drained (`--kubelets
+drain`, the default, upstream's documented way), given the target's kubelet and uncordoned;
+`--kubelets keep` leaves them at their minor (the skew the policy allows). A target kubelet
+that is not built is refused here, before the lock and the control plane: never a control
+plane stepped and its kubelets not. Kwok nodes have no kubelet: they stay as they are.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.clusters.host.processes import exit_code, log_tail
+from harness.clusters.local.kubelets import DEFAULT_KUBELET_MODE, KUBELET_MODES, nodes_to_swap
 from harness.clusters.local.upgrade import (
     CONTROL_PLANE_ORDER,
     UpgradeRefused,
@@ -35,8 +43,11 @@ from harness.clusters.local.upgrade import (
 )
 from harness.clusters.named.records import LOG, ClusterRecord, locked, running, state_dir, validate_name
 from harness.controlplane.build import controlplane_built
+from harness.controlplane.nodeparts import kubelet_built
 from harness.core.errors import HarnessError, WaitTimeout
-from harness.core.versions import load_matrix
+from harness.core.versions import Minor, load_matrix
+from harness.kit import kinds
+from harness.kit.kube import API_ERRORS, Kube
 from harness.kit.waits import TIMEOUTS, wait_for
 
 if TYPE_CHECKING:
@@ -47,6 +58,12 @@ REQUEST = "upgrade-request.json"
 RESULT = "upgrade-result.json"
 # Three components restarted, each bounded by component_ready, and the checks before them.
 STEP_TIMEOUT = TIMEOUTS.component_ready * 4
+# Per real node swapped: its pods evicted, its claims unprepared, its kubelet Ready.
+NODE_TIMEOUT = TIMEOUTS.deletion * 2 + TIMEOUTS.node_ready
+
+
+def step_timeout(nodes: int) -> float:
+    return STEP_TIMEOUT + nodes * NODE_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -60,6 +77,10 @@ class StepOutcome:
     message: str
     seconds: float = 0.0
     components: dict[str, float] = field(default_factory=dict)  # per component, in order
+    kubelets: str = DEFAULT_KUBELET_MODE  # what the step did to real nodes' kubelets
+    # real node -> [its kubeletVersion before, after] (the Node's status.nodeInfo)
+    nodes: dict[str, list[str]] = field(default_factory=dict)
+    kwok_nodes: int = 0  # nodes without a kubelet: left as they are
 
     @classmethod
     def read(cls, directory: Path) -> StepOutcome | None:
@@ -87,10 +108,11 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)  # readers never see half a file
 
 
-def check_request(name: str, to: str) -> tuple[ClusterRecord, str]:
+def check_request(name: str, to: str, kubelets: str = DEFAULT_KUBELET_MODE) -> tuple[ClusterRecord, str]:
     """The record of the running cluster and the target minor's name, or one line why not:
-    what can be told without the cluster's lock or its API server (name, minor, skew,
-    profile). A step that cannot happen never asks for a build (check_step comes after)."""
+    what can be told without the cluster's lock or its API server (name, minor, skew with the
+    kubelets as they will be, profile, the target's kubelet built when real nodes take it).
+    A step that cannot happen never asks for a build (check_step comes after)."""
     validate_name(name)
     matrix = load_matrix()
     target = matrix.minor(to)
@@ -99,11 +121,30 @@ def check_request(name: str, to: str) -> tuple[ClusterRecord, str]:
         raise HarnessError(
             f"cluster {name!r} is not running: `dra-harness cluster up --name {name}` starts it"
         )
-    refusal = skew_refusal(record.minor, target.name)
+    swapped = nodes_to_swap(record.kubelets, record.minor, target.name, kubelets)
+    after = [target.name if n in swapped else m for n, m in record.kubelets.items()]
+    refusal = skew_refusal(record.minor, target.name, after)
     if refusal:
         raise UpgradeRefused(f"cluster {name!r}: {refusal}")
     target.profile(record.profile)  # a profile the target does not define: one line
+    if swapped and (why := _kubelet_missing(target)):
+        raise UpgradeRefused(
+            f"cluster {name!r}: real node(s) {', '.join(swapped)} would take {why}; "
+            f"nothing changed: the cluster runs {record.minor} (`--kubelets keep` leaves them at it)"
+        )
     return record, target.name
+
+
+def _kubelet_missing(target: Minor) -> str:
+    """Why the target's kubelet cannot be swapped in now ("" when it is built)."""
+    if target.kubelet_unavailable:
+        return f"the kubelet {target.kubernetes}, which cannot be built: {target.kubelet_unavailable}"
+    if kubelet_built(target) is None:
+        return (
+            f"the kubelet {target.kubernetes}, which is not built: run "
+            f"`make nodeparts K8S={target.name}` first"
+        )
+    return ""
 
 
 def check_step(record: ClusterRecord, to: str) -> None:
@@ -122,10 +163,13 @@ def check_step(record: ClusterRecord, to: str) -> None:
         )
 
 
-def request_upgrade(name: str, to: str) -> StepOutcome:
-    """Have the supervisor of `name` step its control plane to `to`; its outcome (not ok:
-    refused or failed, with the reason). Raises Interrupted on Ctrl-C, saying what runs."""
-    record, target = check_request(name, to)
+def request_upgrade(name: str, to: str, kubelets: str = DEFAULT_KUBELET_MODE) -> StepOutcome:
+    """Have the supervisor of `name` step its control plane to `to`, then its real nodes'
+    kubelets as `kubelets` says; its outcome (not ok: refused or failed, with the reason).
+    Raises Interrupted on Ctrl-C, saying what runs."""
+    if kubelets not in KUBELET_MODES:
+        raise HarnessError(f"--kubelets {kubelets!r}: one of {', '.join(KUBELET_MODES)}")
+    record, target = check_request(name, to, kubelets)
     directory = state_dir(name)
     busy = (
         f"cluster {name!r} is busy: another dra-harness command (an upgrade, up or down) holds its "
@@ -148,7 +192,8 @@ def request_upgrade(name: str, to: str) -> StepOutcome:
         )
         written = False
         try:
-            _write_json(directory / REQUEST, {"id": request_id, "before": current.minor, "to": target})
+            body = {"id": request_id, "before": current.minor, "to": target, "kubelets": kubelets}
+            _write_json(directory / REQUEST, body)
             written = True
             delivered = current.supervisor.signal(UPGRADE)
         except KeyboardInterrupt as stop:
@@ -160,7 +205,8 @@ def request_upgrade(name: str, to: str) -> StepOutcome:
                 f"cluster {name!r}: its supervisor exited; `dra-harness cluster up --name {name}`"
             )
         try:
-            return _await_outcome(directory, current, request_id)
+            swapped = nodes_to_swap(current.kubelets, current.minor, target, kubelets)
+            return _await_outcome(directory, current, request_id, step_timeout(len(swapped)))
         except KeyboardInterrupt as stop:
             raise Interrupted(carried_through, exit_code(stop)) from stop
 
@@ -176,7 +222,7 @@ def _withdraw(directory: Path, name: str, minor: str, written: bool, taken: str)
     return f"interrupted before the upgrade began: cluster {name!r} runs {minor}"
 
 
-def _await_outcome(directory: Path, record: ClusterRecord, request_id: str) -> StepOutcome:
+def _await_outcome(directory: Path, record: ClusterRecord, request_id: str, timeout: float) -> StepOutcome:
     def observe() -> StepOutcome | None:
         if not record.supervisor.alive():
             tail = log_tail(directory / LOG).strip() or "<the supervisor wrote nothing>"
@@ -186,7 +232,7 @@ def _await_outcome(directory: Path, record: ClusterRecord, request_id: str) -> S
     outcome = wait_for(
         observe,
         lambda o: o is not None and o.id == request_id,
-        timeout=STEP_TIMEOUT,
+        timeout=timeout,
         describe=f"cluster {record.name!r}: the supervisor's answer to the upgrade request",
     )
     assert outcome is not None
@@ -203,7 +249,8 @@ def take_request(directory: Path) -> dict[str, str] | None:
     keys = ("id", "before", "to")
     if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in keys):
         return None
-    return {k: data[k] for k in keys}
+    mode = data.get("kubelets", DEFAULT_KUBELET_MODE)
+    return {**{k: data[k] for k in keys}, "kubelets": str(mode)}
 
 
 def carry_out(cluster: LocalCluster, request: dict[str, str]) -> StepOutcome:
@@ -213,20 +260,44 @@ def carry_out(cluster: LocalCluster, request: dict[str, str]) -> StepOutcome:
         message = f"the cluster runs {before}, not {request['before']}: nothing changed"
         return StepOutcome(request["id"], before, to, False, message)
     timings: dict[str, float] = {}
+    mode = request.get("kubelets", DEFAULT_KUBELET_MODE)
+    versions_before, kwok = node_versions(cluster)
     try:
-        # The control plane only: a named cluster's real kubelets stay at their minor (skew,
-        # checked by the policy); LocalCluster.upgrade's drain runs in rehearsals.
-        seconds = upgrade(cluster, to, kubelets="keep", timings=timings)
+        # The rehearsal's step (LocalCluster.upgrade): the control plane, then real nodes'
+        # kubelets as `mode` says; the kubelet's parts are checked before anything stops.
+        seconds = upgrade(cluster, to, kubelets=mode, timings=timings)
     except UpgradeRefused as err:
         message = f"{err}; nothing changed: the cluster runs {before}"
-        return StepOutcome(request["id"], before, to, False, message)
-    except (HarnessError, WaitTimeout) as err:  # a component did not come up
+        return StepOutcome(request["id"], before, to, False, message, kubelets=mode)
+    except (HarnessError, WaitTimeout) as err:  # a component or a node did not come up
         missing = [c for c in CONTROL_PLANE_ORDER if c not in cluster.pids()]
         now = f"the cluster runs {cluster.minor.name}" + (f" without {', '.join(missing)}" if missing else "")
         first, *rest = str(err).splitlines() or [""]  # the command prints the first line
         message = "\n".join([f"{first}; {now}", *rest])
-        return StepOutcome(request["id"], before, to, False, message, components=timings)
-    return StepOutcome(request["id"], before, to, True, f"{before} -> {to}", seconds, timings)
+        return StepOutcome(request["id"], before, to, False, message, components=timings, kubelets=mode)
+    versions_after, _ = node_versions(cluster)
+    nodes = {n: [v, versions_after.get(n, "")] for n, v in versions_before.items()}
+    message = f"{before} -> {to}"
+    return StepOutcome(request["id"], before, to, True, message, seconds, timings, mode, nodes, kwok)
+
+
+def node_versions(cluster: LocalCluster) -> tuple[dict[str, str], int]:
+    """Each real node's kubeletVersion as its Node reports it, and how many nodes are not
+    real (kwok's: no kubelet)."""
+    real = set(cluster.real.minors) if cluster.real is not None else set()
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    try:
+        found = kube.list(*kinds.NODE)
+    except API_ERRORS:  # not serving (a failed step): the report has no versions, not a crash
+        return {n: "" for n in real}, 0
+    finally:
+        kube.close()
+    versions = {
+        n["metadata"]["name"]: n.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")
+        for n in found
+        if n["metadata"]["name"] in real
+    }
+    return versions, len(found) - len(versions)
 
 
 def phase_after(cluster: LocalCluster) -> str:
