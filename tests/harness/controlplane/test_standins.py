@@ -33,3 +33,51 @@ def test_the_modfile_uses_the_real_module_whenever_the_proxy_serves_it(
         f"the committed {modfile_path(m).name} does not match the proxy's answer today: "
         f"regenerate it: python -m harness.controlplane.modfile {minor}"
     )
+
+
+# The builds that import the module at v1.38.0-beta.0 (`go list -deps`): the kubelet
+# (pkg/kubelet/kubelet_network_linux.go) and the kind node image's kube-proxy
+# (cmd/kube-proxy/app/server_linux.go, pkg/proxy/iptables, pkg/proxy/ipvs); kubeadm and kubectl none.
+IMPORTERS = {
+    "k8s.io/kubernetes/cmd/kubelet": ["k8s.io/kubernetes/pkg/kubelet"],
+    "k8s.io/kubernetes/cmd/kube-proxy": [
+        "k8s.io/kubernetes/cmd/kube-proxy/app",
+        "k8s.io/kubernetes/pkg/proxy/iptables",
+        "k8s.io/kubernetes/pkg/proxy/ipvs",
+    ],
+    "k8s.io/kubernetes/cmd/kubeadm": [],
+    "k8s.io/kubernetes/cmd/kubectl": [],
+}
+
+
+@pytest.mark.parametrize("minor", ["1.38"])
+def test_which_builds_import_the_module_and_what_kind_runs_for_it(
+    minor: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    from harness.clusters.kind.config import kube_proxy_fact, kube_proxy_mode
+    from harness.controlplane.build import CONTROLPLANE_DIR
+
+    m = load_matrix().minor(minor)
+    template = "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}"
+    for command, importers in IMPORTERS.items():
+        argv = ["go", "list", f"-modfile={modfile_path(m)}", "-deps", "-f", template, command]
+        done = subprocess.run(
+            argv,
+            cwd=CONTROLPLANE_DIR,
+            env=_go_env(m),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        found = sorted(
+            line.split()[0]
+            for line in done.stdout.splitlines()
+            if " sigs.k8s.io/iptables-wrappers/" in line + " "
+        )
+        assert found == importers, command
+    with capsys.disabled():
+        print(f"\n{minor}: kube-proxy on kind: {kube_proxy_fact(m, kube_proxy_mode(m))}")
