@@ -283,6 +283,14 @@ def test_the_legacy_worker_is_double_stacked_and_the_detector_says_so(kind_clust
     ]
 
 
+# pkg/proxy/nftables/proxier.go @ v1.38.0-beta.0 syncProxyRules: listing the kube-proxy table's
+# sets answers ENOENT while it has none (seen once a node, on 1.38 here): logged, then the sync
+# goes on; upstream's nftables proxier, not the stand-in (which nftables mode never calls).
+UPSTREAM_NFT_ERROR = (
+    '"Failed to list existing sets" err="receiveAckAware: netlink receive: no such file or directory"'
+)
+
+
 def test_kube_proxy_runs_in_the_mode_its_build_needs(kind_cluster: KindProvider) -> None:
     """nftables where kube-proxy has the iptables-wrappers stand-in (kind_cluster.kube_proxy_mode),
     kind's default iptables elsewhere: the mode in kube-proxy's config and in its own log."""
@@ -311,7 +319,8 @@ def test_kube_proxy_runs_in_the_mode_its_build_needs(kind_cluster: KindProvider)
     print(log)  # the report's record of what kube-proxy says in this mode
     # cmd/kube-proxy/app/server_linux.go @ v1.38.0-beta.0 createProxier: "Using <mode> Proxier"
     assert f'"Using {mode} Proxier"' in log
-    assert [line for line in log.splitlines() if line.startswith("E")] == []  # no error line at all
+    errors = [line for line in log.splitlines() if line.startswith("E")]
+    assert [e for e in errors if UPSTREAM_NFT_ERROR not in e] == []  # no other error line at all
 
 
 def _in_pod(kc: Path, name: str, script: str) -> str:
