@@ -26,7 +26,7 @@ from fake_driver.facts.personalities import get_personality
 from fake_driver.publishing.legacy import LEGACY_RESOURCE
 from fixtures.options import run_options
 from harness.clusters.kind import engine
-from harness.clusters.kind.config import DEFAULT_POOLS
+from harness.clusters.kind.config import CELL_LABEL, DEFAULT_POOLS
 from harness.clusters.kind.provider import KindProvider, docker_problem, find_binary
 from harness.clusters.nodes import KwokPoolSpec, create_pool, delete_pool
 from harness.core.errors import HarnessError
@@ -311,11 +311,17 @@ def test_kube_proxy_runs_in_the_mode_its_build_needs(kind_cluster: KindProvider)
         )
     )
     assert conf["mode"] == mode
-    pods = ok(
-        kubectl(kc, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-proxy", "-o", "name")
-    ).split()
-    assert len(pods) == 1 + sum(p.workers for p in DEFAULT_POOLS)
-    log = ok(kubectl(kc, "-n", "kube-system", "logs", pods[0]))
+    # kind's own nodes (the cell label; the suites' kwok nodes get a kube-proxy pod of their own)
+    nodes = ok(kubectl(kc, "get", "nodes", "-l", CELL_LABEL, "-o", "name")).replace("node/", "").split()
+    assert len(nodes) == 1 + sum(p.workers for p in DEFAULT_POOLS)
+    pods = json.loads(
+        ok(kubectl(kc, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-proxy", "-o", "json"))
+    )
+    on_kind = {
+        p["spec"]["nodeName"]: p["metadata"]["name"] for p in pods["items"] if p["spec"]["nodeName"] in nodes
+    }
+    assert sorted(on_kind) == sorted(nodes)
+    log = ok(kubectl(kc, "-n", "kube-system", "logs", on_kind[_node_of_pool(kc, DRA_POOL)]))
     print(log)  # the report's record of what kube-proxy says in this mode
     # cmd/kube-proxy/app/server_linux.go @ v1.38.0-beta.0 createProxier: "Using <mode> Proxier"
     assert f'"Using {mode} Proxier"' in log
@@ -441,9 +447,9 @@ def test_kube_proxy_with_the_standin_in_iptables_mode_stops_loudly(kind_cluster:
             "jsonpath={.items[0].metadata.name}",
         )
     )
-    subprocess.run(["docker", "cp", str(binary), f"{node}:/tmp/kube-proxy"], check=True, timeout=120)
+    subprocess.run(["docker", "cp", str(binary), f"{node}:/root/kube-proxy"], check=True, timeout=120)
     argv = [
-        "docker", "exec", node, "timeout", "60", "/tmp/kube-proxy", "--proxy-mode=iptables",
+        "docker", "exec", node, "timeout", "60", "/root/kube-proxy", "--proxy-mode=iptables",
         "--kubeconfig=/etc/kubernetes/admin.conf", f"--hostname-override={node}",
         "--healthz-bind-address=127.0.0.1:39101", "--metrics-bind-address=127.0.0.1:39102",
         "--conntrack-max-per-core=0",
