@@ -81,3 +81,29 @@ def test_which_builds_import_the_module_and_what_kind_runs_for_it(
         assert found == importers, command
     with capsys.disabled():
         print(f"\n{minor}: kube-proxy on kind: {kube_proxy_fact(m, kube_proxy_mode(m))}")
+
+
+@pytest.mark.parametrize("minor", ["1.38"])
+def test_the_standins_go_tests_pass(minor: str) -> None:
+    """The stand-in's own Go tests (its pure helpers, New's error), with the minor's modfile and Go."""
+    import subprocess
+
+    from harness.controlplane.build import CONTROLPLANE_DIR
+
+    m = load_matrix().minor(minor)
+    used = standins_used(modfile_path(m).read_text())
+    if not used:
+        pytest.skip(f"{modfile_path(m).name} uses no stand-in")
+    for s in used:
+        argv = ["go", "test", f"-modfile={modfile_path(m)}", f"{s.module}/..."]
+        done = subprocess.run(
+            argv,
+            cwd=CONTROLPLANE_DIR,
+            env=_go_env(m),
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert done.stdout.startswith(f"ok  \t{s.module}/pkg/iptables"), done.stdout
