@@ -385,3 +385,16 @@ def test_kube_proxy_mode_follows_the_modfiles_in_the_repository() -> None:
         standin = bool(standins_used(modfile_path(minor).read_text()))
         assert kube_proxy_mode(minor) == ("nftables" if standin else None), minor.name
         assert KindProvider(minor.name).kube_proxy_mode == kube_proxy_mode(minor)
+
+
+def test_the_summary_says_which_kube_proxy_a_kind_cell_ran(standin_modfile: Path) -> None:
+    from harness.reports.summary import run_versions
+
+    assert run_versions(MATRIX, "1.38", "kind") == {
+        "kubernetes": "v1.38.0-beta.0",
+        "kind": MATRIX.kind_version,
+        "kind_image": MATRIX.minor("1.38").kind_image,
+        "kube_proxy": "nftables (sigs.k8s.io/iptables-wrappers: the project's stand-in)",
+    }
+    standin_modfile.write_text("module m\n")
+    assert run_versions(MATRIX, "1.38", "kind")["kube_proxy"] == "iptables"
