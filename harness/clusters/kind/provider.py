@@ -137,7 +137,8 @@ class KindProvider:
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
         self.profile: GateProfile = self.minor.profile(profile or self.matrix.default_profile)
         # nftables where kube-proxy has no iptables (the 1.38 stand-in); iptables asked then: refused
-        self.kube_proxy_mode = kube_proxy_mode_of(self.minor, kube_proxy_mode)
+        asked = kube_proxy_mode or os.environ.get("DRA_HARNESS_KUBE_PROXY_MODE") or None
+        self.kube_proxy_mode = kube_proxy_mode_of(self.minor, asked)
         self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix=f"dra-harness-kind-{self.minor.name}-"))
         self.keep = keep
         self.kind_bin = kind_bin

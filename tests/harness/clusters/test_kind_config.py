@@ -398,3 +398,13 @@ def test_the_summary_says_which_kube_proxy_a_kind_cell_ran(standin_modfile: Path
     }
     standin_modfile.write_text("module m\n")
     assert run_versions(MATRIX, "1.38", "kind")["kube_proxy"] == "iptables"
+
+
+def test_kube_proxy_mode_from_the_environment_is_refused_alike(
+    standin_modfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DRA_HARNESS_KUBE_PROXY_MODE", "iptables")
+    with pytest.raises(HarnessError, match=r"^kind on 1\.38 cannot run kube-proxy in iptables mode: "):
+        KindProvider("1.38")
+    monkeypatch.setenv("DRA_HARNESS_KUBE_PROXY_MODE", "nftables")
+    assert KindProvider("1.38").kube_proxy_mode == "nftables"
