@@ -116,8 +116,10 @@ test: venv
 # kubelet is built with (the real module or the stand-in: the proxy is asked), `cluster up -k 1.38
 # --real-nodes 2`, and suites/upgrade's every_minor tests (1.37 -> 1.38 with real nodes, scan
 # --target 1.38, the kubelet skew table under 1.38), which also need upgradeparts' kubelets; then
-# the node suites and the example and NVIDIA drivers on 1.38 real nodes (its kubelet: the stand-in).
-test-minors: upgradeparts
+# the node suites and the example and NVIDIA drivers on 1.38 real nodes (its kubelet: the stand-in);
+# last the kind path on 1.38: its node image (kube-proxy with the stand-in, in nftables mode; ~13
+# min with the 1.38 kubelet built, 7 of them coredns) and test_kind_cluster on it (~5 min).
+test-minors: upgradeparts kind-engine
 	$(BIN)/dra-harness controlplane build -k all
 	$(BIN)/dra-harness controlplane build -k 1.38 --nodes-only
 	$(BIN)/pytest --every-minor suites/deploy tests/harness/clusters/test_kind_config.py tests/harness/controlplane/test_go_toolchain.py \
@@ -125,6 +127,8 @@ test-minors: upgradeparts
 	$(BIN)/pytest --every-minor -m every_minor suites/upgrade $(PYTEST_ARGS)
 	$(BIN)/pytest --k8s-version 1.38 suites/node tests/e2e/test_qualify_real_driver.py \
 		tests/e2e/test_nvidia_real_driver.py $(PYTEST_ARGS)
+	$(BIN)/dra-harness kind images -k 1.38
+	$(BIN)/pytest --k8s-version 1.38 tests/harness/clusters/test_kind_cluster.py -n 0 $(PYTEST_ARGS)
 
 # The Helm chart's tests with helm built from the module proxy (versions.toml [tools.helm]): its cold
 # build (~13 min) is kept out of `make test`, which leaves these tests out. tests/harness/chart/test_chart.py

@@ -6,3 +6,7 @@
 module sigs.k8s.io/iptables-wrappers
 
 go 1.26
+
+// The real v1.0.0's .mod (served by the proxy) requires this version; the stand-in's
+// GetChainsFromTable returns its set.Set, as the callers expect.
+require k8s.io/utils v0.0.0-20260626114624-be93311217bd

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_driver.facts.personalities import PERSONALITIES
+from harness.clusters.kind.config import kube_proxy_fact, kube_proxy_mode
 from harness.core.drivers import is_driver_ref
 from harness.core.errors import HarnessError
 from harness.core.redaction import redact, redact_obj
@@ -180,7 +181,13 @@ def run_versions(matrix: Matrix, minor: str, provider: str, *, real_nodes: bool 
     cluster's release is the server's, not ours: only the minor asked for is known."""
     m = matrix.minor(minor)
     if provider == "kind":
-        return {"kubernetes": m.kubernetes, "kind": matrix.kind_version, "kind_image": m.kind_image}
+        proxy = kube_proxy_fact(m, kube_proxy_mode(m))
+        return {
+            "kubernetes": m.kubernetes,
+            "kind": matrix.kind_version,
+            "kind_image": m.kind_image,
+            "kube_proxy": proxy,
+        }
     if provider == "local":
         out = {"kubernetes": m.kubernetes, "kwok": matrix.kwok_version}
         return out | ({"containerd": matrix.nodes.containerd_version} if real_nodes else {})

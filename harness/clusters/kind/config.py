@@ -8,6 +8,8 @@ What a cell's config carries:
 - the CDI patch for containerd (redundant on containerd 2.x, which enables CDI by default,
   and harmless; kept for older node images);
 - every node's ``image`` pinned to the minor's ``kind_image`` (never kind's own default);
+- on a local node image whose kube-proxy is built with a stand-in module (1.38: the project's
+  sigs.k8s.io/iptables-wrappers, which has no iptables), ``networking.kubeProxyMode: nftables``;
 - workers labelled by pool (``dra-harness.io/pool``), the device-plugin pools also with
   ``dra-harness.io/device-plugin=true``, and every node with the harness's ownership labels
   (what ``cleanup`` and a person looking at ``kubectl get nodes`` go by).
@@ -25,7 +27,10 @@ import yaml
 
 from fake_driver.api.ownership import OWNER_LABEL, OWNER_VALUE
 from harness.clusters.nodes import POOL_LABEL
+from harness.controlplane.build import modfile_path
 from harness.controlplane.gates import KnownGate
+from harness.controlplane.modfile import standins_used
+from harness.core.errors import HarnessError
 from harness.core.versions import GateProfile, Minor
 
 KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
@@ -80,6 +85,43 @@ DEFAULT_POOLS: tuple[KindPoolSpec, ...] = (
 )
 
 
+# kube-proxy's modes (kind.x-k8s.io/v1alpha4 ProxyMode, sigs.k8s.io/kind@v0.33.0
+# pkg/apis/config/v1alpha4/types.go); the first two need iptables.
+PROXY_MODES = ("iptables", "ipvs", "nftables", "none")
+
+
+def kube_proxy_standins(minor: Minor) -> list[str]:
+    """The stand-in modules the minor's kube-proxy is built with (its modfile's replaces)."""
+    mod = modfile_path(minor)
+    return [s.module for s in standins_used(mod.read_text())] if mod.exists() else []
+
+
+def kube_proxy_mode(minor: Minor, asked: str | None = None) -> str | None:
+    """The kube-proxy mode of a local node image's cluster (None: kind's default, iptables).
+    With a stand-in (iptables-wrappers, 1.38) nftables, the one mode that needs no iptables;
+    iptables or ipvs asked for then is refused in one line (the stand-in's kube-proxy would
+    stop with "iptables is not available on this host")."""
+    if asked is not None and asked not in PROXY_MODES:
+        raise HarnessError(f"kube-proxy mode {asked!r} is not one of {', '.join(PROXY_MODES)}")
+    standins = kube_proxy_standins(minor)
+    if not standins:
+        return asked
+    if asked in ("iptables", "ipvs"):
+        raise HarnessError(
+            f"kind on {minor.name} cannot run kube-proxy in {asked} mode: its kube-proxy is built with the "
+            f"project's stand-in for {', '.join(standins)} (the module proxy refuses its source), which has "
+            "no iptables; use nftables (the default here)"
+        )
+    return asked or "nftables"
+
+
+def kube_proxy_fact(minor: Minor, mode: str | None) -> str:
+    """What a report header says of kube-proxy: its mode and the stand-in it is built with."""
+    standins = kube_proxy_standins(minor)
+    built = f" ({', '.join(standins)}: the project's stand-in)" if standins else ""
+    return f"{mode or 'iptables'}{built}"
+
+
 def cluster_name(minor: Minor, profile: GateProfile) -> str:
     """``dra-harness-1-37-dra-all``: kind names become container and network names."""
     return f"{CLUSTER_PREFIX}{minor.name.replace('.', '-')}-{profile.name}"
@@ -92,10 +134,11 @@ def render_kind_config(
     *,
     created: int | None = None,
     local_image: str | None = None,
+    proxy_mode: str | None = None,
 ) -> dict[str, Any]:
     """``local_image``: a node image built here (harness.clusters.kind.images): it has no kindnetd (the
     harness wires pod networking itself, harness.clusters.kind.net) and the kubelet must accept
-    a cgroup v1 host."""
+    a cgroup v1 host. ``proxy_mode``: kube-proxy's (kube_proxy_mode), None for kind's default."""
     owned = {
         MANAGED_LABEL: MANAGED_VALUE,
         CREATED_LABEL: str(int(time.time()) if created is None else created),
@@ -114,8 +157,12 @@ def render_kind_config(
     if profile.runtime_config:
         config["runtimeConfig"] = dict(sorted(profile.runtime_config.items()))
     config["containerdConfigPatches"] = [CDI_PATCH]
+    networking: dict[str, Any] = {"disableDefaultCNI": True} if local_image else {}
+    if proxy_mode is not None:
+        networking["kubeProxyMode"] = proxy_mode
+    if networking:
+        config["networking"] = networking
     if local_image:
-        config["networking"] = {"disableDefaultCNI": True}
         config["kubeadmConfigPatches"] = [KUBELET_CGROUP_V1_PATCH, *KUBEADM_TIMEOUT_PATCHES]
     config["nodes"] = nodes
     return config

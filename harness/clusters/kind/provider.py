@@ -40,6 +40,7 @@ from harness.clusters.kind.config import (
     render_kind_config,
     to_yaml,
 )
+from harness.clusters.kind.config import kube_proxy_mode as kube_proxy_mode_of
 from harness.clusters.kind.engine import Engine, docker
 from harness.clusters.kind.images.node import built_inputs, local_node_image
 from harness.clusters.kind.kwok import KwokBesideKind
@@ -130,10 +131,14 @@ class KindProvider:
         start_engine: bool = True,
         kwok: bool = True,
         driver_manifests: bool = True,
+        kube_proxy_mode: str | None = None,
     ) -> None:
         self.matrix = matrix or load_matrix()
         self.minor: Minor = self.matrix.minor(minor or self.matrix.default_minor)
         self.profile: GateProfile = self.minor.profile(profile or self.matrix.default_profile)
+        # nftables where kube-proxy has no iptables (the 1.38 stand-in); iptables asked then: refused
+        asked = kube_proxy_mode or os.environ.get("DRA_HARNESS_KUBE_PROXY_MODE") or None
+        self.kube_proxy_mode = kube_proxy_mode_of(self.minor, asked)
         self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix=f"dra-harness-kind-{self.minor.name}-"))
         self.keep = keep
         self.kind_bin = kind_bin
@@ -162,7 +167,13 @@ class KindProvider:
 
     def config(self) -> dict[str, Any]:
         """The cell's kind config, refused with one line if it names what the minor lacks."""
-        config = render_kind_config(self.minor, self.profile, self.pools, local_image=self.local_image)
+        config = render_kind_config(
+            self.minor,
+            self.profile,
+            self.pools,
+            local_image=self.local_image,
+            proxy_mode=self.kube_proxy_mode,
+        )
         problems = config_problems(config, self.minor, built_gates(self.minor))
         if problems:
             raise HarnessError(

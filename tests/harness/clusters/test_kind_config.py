@@ -316,3 +316,95 @@ def test_pod_network_config_is_a_bridge_on_the_nodes_own_pod_cidr() -> None:
     assert [p["type"] for p in config["plugins"]] == ["bridge", "portmap"]
     assert config["plugins"][0]["ipam"]["ranges"] == [[{"subnet": "10.244.1.0/24"}]]
     assert (config["plugins"][0]["isGateway"], config["plugins"][0]["ipMasq"]) == (True, True)
+
+
+STANDIN_MODFILE = (
+    "module m\n\n"
+    "// stand-in: sigs.k8s.io/iptables-wrappers@v1.0.0: refused on 2026-12-07: 403\n"
+    "replace sigs.k8s.io/iptables-wrappers v1.0.0 => ./iptables-wrappers // stand-in\n"
+)
+
+
+@pytest.fixture
+def standin_modfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The modfile every minor's kube-proxy is read from: one replacing iptables-wrappers."""
+    from harness.clusters.kind import config as config_mod
+
+    mod = tmp_path / "1.38.mod"
+    mod.write_text(STANDIN_MODFILE)
+    monkeypatch.setattr(config_mod, "modfile_path", lambda minor: mod)
+    return mod
+
+
+def test_kube_proxy_built_with_the_standin_runs_in_nftables_mode(standin_modfile: Path) -> None:
+    from harness.clusters.kind.config import kube_proxy_fact, kube_proxy_mode
+
+    minor = MATRIX.minor("1.38")
+    image = "dra-harness.local/kind-node:v1.38.0-beta.0"
+    mode = kube_proxy_mode(minor)
+    assert mode == "nftables"
+    assert kube_proxy_mode(minor, "nftables") == "nftables"
+    assert kube_proxy_mode(minor, "none") == "none"
+    config = render_kind_config(minor, minor.profile("defaults"), local_image=image, proxy_mode=mode)
+    assert config["networking"] == {"disableDefaultCNI": True, "kubeProxyMode": "nftables"}
+    assert kube_proxy_fact(minor, mode) == "nftables (sigs.k8s.io/iptables-wrappers: the project's stand-in)"
+    # without the stand-in: kind's default mode, said as such
+    standin_modfile.write_text("module m\n")
+    assert kube_proxy_mode(minor) is None
+    assert kube_proxy_fact(minor, None) == "iptables"
+    assert "networking" not in render_kind_config(minor, minor.profile("defaults"), proxy_mode=None)
+
+
+@pytest.mark.parametrize("mode", ["iptables", "ipvs"])
+def test_iptables_mode_with_the_standin_is_one_line_saying_why_not(standin_modfile: Path, mode: str) -> None:
+    with pytest.raises(HarnessError) as err:
+        KindProvider("1.38", kube_proxy_mode=mode)
+    assert str(err.value) == (
+        f"kind on 1.38 cannot run kube-proxy in {mode} mode: its kube-proxy is built with the project's "
+        "stand-in for sigs.k8s.io/iptables-wrappers (the module proxy refuses its source), which has no "
+        "iptables; use nftables (the default here)"
+    )
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_kube_proxy_mode_is_one_line() -> None:
+    with pytest.raises(
+        HarnessError, match=r"^kube-proxy mode 'userspace' is not one of iptables, ipvs, nftables, none$"
+    ):
+        KindProvider("1.37", kube_proxy_mode="userspace")
+
+
+def test_kube_proxy_mode_follows_the_modfiles_in_the_repository() -> None:
+    """What the kind path runs is read from controlplane/mod/<minor>.mod: nftables exactly where a
+    stand-in replaces iptables-wrappers, iptables (kind's default) elsewhere."""
+    from harness.clusters.kind.config import kube_proxy_mode
+    from harness.controlplane.build import modfile_path
+    from harness.controlplane.modfile import standins_used
+
+    for minor in MATRIX.minors.values():
+        standin = bool(standins_used(modfile_path(minor).read_text()))
+        assert kube_proxy_mode(minor) == ("nftables" if standin else None), minor.name
+        assert KindProvider(minor.name).kube_proxy_mode == kube_proxy_mode(minor)
+
+
+def test_the_summary_says_which_kube_proxy_a_kind_cell_ran(standin_modfile: Path) -> None:
+    from harness.reports.summary import run_versions
+
+    assert run_versions(MATRIX, "1.38", "kind") == {
+        "kubernetes": "v1.38.0-beta.0",
+        "kind": MATRIX.kind_version,
+        "kind_image": MATRIX.minor("1.38").kind_image,
+        "kube_proxy": "nftables (sigs.k8s.io/iptables-wrappers: the project's stand-in)",
+    }
+    standin_modfile.write_text("module m\n")
+    assert run_versions(MATRIX, "1.38", "kind")["kube_proxy"] == "iptables"
+
+
+def test_kube_proxy_mode_from_the_environment_is_refused_alike(
+    standin_modfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DRA_HARNESS_KUBE_PROXY_MODE", "iptables")
+    with pytest.raises(HarnessError, match=r"^kind on 1\.38 cannot run kube-proxy in iptables mode: "):
+        KindProvider("1.38")
+    monkeypatch.setenv("DRA_HARNESS_KUBE_PROXY_MODE", "nftables")
+    assert KindProvider("1.38").kube_proxy_mode == "nftables"

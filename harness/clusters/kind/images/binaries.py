@@ -17,6 +17,7 @@ from harness.controlplane.build import (
     go_identity,
     ldflags,
     modfile_path,
+    standin_sources,
 )
 from harness.controlplane.nodeparts import _digest, _fresh, _stamp, ensure_kubelet
 from harness.core.versions import Minor
@@ -34,7 +35,13 @@ def node_bin_dir(minor: Minor) -> Path:
 def _digest_of(minor: Minor, command: str) -> str:
     mod = modfile_path(minor)
     sources = (mod.read_bytes(), mod.with_suffix(".sum").read_bytes())
-    inputs: list[bytes | str] = [*sources, ldflags(minor), command]
+    # kube-proxy 1.38 imports the iptables-wrappers stand-in: a change of it is a new binary
+    inputs: list[bytes | str] = [
+        *sources,
+        ldflags(minor),
+        command,
+        *(p.read_bytes() for p in standin_sources(mod)),
+    ]
     if minor.go_toolchain:  # the minors built by the local Go keep the digests their builds have
         inputs.append(go_identity(minor))
     return _digest(*inputs)
