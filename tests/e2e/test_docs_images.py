@@ -63,7 +63,10 @@ def _qualify(tmp: Path) -> Path:
     results = [run(cap, "passed", "passed") for cap in caps[:4]]
     results += [run(caps[4], "passed", "skipped"), run(caps[5], "skipped")]
     q = Qualification(
-        "gpu.acme.example", "gpu.acme.example", "nvidia.com/gpu", "dra-harness qualify",
+        "gpu.acme.example",
+        "gpu.acme.example",
+        "nvidia.com/gpu",
+        "dra-harness qualify",
         ClusterFacts(git_version="v1.37.2", minor="1.37", slices=16, nodes_with_slices=2),
     )
     q.capabilities, q.totals = results, {"passed": 9, "failed": 0, "skipped": 2, "errors": 0}
