@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_driver.fleetspec.faultstate import NodeFaults
+from fake_driver.fleetspec.faultstate import HealthEvent, NodeFaults
 from fake_driver.fleetspec.fleet import fleet_from_dict
 from fake_driver.publishing import faults
 from fake_driver.rendering.slices import render_node
@@ -72,9 +72,9 @@ def _planted_pools(namespace: str, objects: Created, cell: Cell) -> list[str]:
         {"pools": [{"name": f"{namespace}-h100", "count": 3, "profile": "h100-80gb-hbm3", "gpus": 4}]},
     )
     sick = [
-        NodeFaults(unhealthy=("gpu-1",), health_event="xid", xid=79),
-        NodeFaults(unhealthy=("gpu-0",), health_event="gpu-lost"),
-        NodeFaults(unhealthy=("gpu-0",), health_event="xid", xid=13),
+        NodeFaults(events=(HealthEvent("gpu-1", "xid", 79),)),
+        NodeFaults(events=(HealthEvent("gpu-0", "gpu-lost"),)),
+        NodeFaults(events=(HealthEvent("gpu-0", "xid", 13),)),
     ]
     for node, f in zip(fleet.nodes, sick, strict=True):
         for s in render_node(node, cell.number, faults=f).slices:
