@@ -100,6 +100,12 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("gang", "Gang scheduling with the driver's devices", ("suites/gang/*",)),
     Capability("failure-modes", "Failure-mode detectors name staged problems", ("suites/failure_modes/*",)),
     Capability("node-side", "Node-side: kubelet prepares claims (real kubelets only)", ("suites/node/*",)),
+    Capability(
+        "device-health",
+        "Device health: a device made sick (--inject-fault-command) is tainted NoSchedule/NoExecute "
+        "or withdrawn, and the scheduler keeps new claims off it",
+        ("suites/device_health/test_any_driver.py::*",),
+    ),
 )
 
 # Tests qualify runs that decide no capability: what they check is the cluster's, not the
