@@ -53,11 +53,13 @@ def _state(devices: dict[str, tuple[str, Obj]], name: str) -> str:
     if name not in devices:
         return "withdrawn"
     taints = devices[name][1].get("taints") or []
-    return "taints " + json.dumps(taints, sort_keys=True) if taints else "published, no taint"
+    shown = [f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in taints]
+    return "tainted " + ", ".join(shown) if taints else "published, no taint"
 
 
 def _keeps_off(state: str) -> bool:
-    return state == "withdrawn" or any(f'"effect": "{e}"' in state for e in KEEPS_OFF)
+    taints = state.removeprefix("tainted ").split(", ") if state.startswith("tainted ") else []
+    return state == "withdrawn" or any(t.rsplit(":", 1)[1] in KEEPS_OFF for t in taints)
 
 
 def _selector(driver: str, name: str, devices: dict[str, tuple[str, Obj]]) -> str | None:

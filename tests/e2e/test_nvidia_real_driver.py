@@ -14,6 +14,7 @@ deviceinfo.go MigDeviceInfo.GetDevice @ both).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,6 +75,7 @@ QUALIFY_VERDICTS = {
     "gang": "PASS",
     "failure-modes": "PASS",
     "node-side": "PASS",
+    "device-health": "PASS",  # the built-in injector: Xid 79 -> gpu.nvidia.com/xid=79 NoSchedule
 }
 
 
@@ -227,6 +229,15 @@ def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Pat
     verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
     assert verdicts == QUALIFY_VERDICTS, done.stdout
     assert_node_side_evidence(report, r"(h100|a100|h100m)-0", r"sh -c .*")
+    [health] = [c for c in report["capabilities"] if c["id"] == "device-health"]
+    [seen] = health["evidence"]
+    assert re.fullmatch(
+        r"passed: test_a_sick_device_is_kept_from_new_claims: on (h100|a100|h100m)-0, gpu-\d after the "
+        r"fault: tainted gpu\.nvidia\.com/xid=79:NoSchedule; a claim only it meets: Pending \(cannot "
+        r"allocate all claims\); a claim tolerating gpu\.nvidia\.com/xid got it \(taint "
+        r"gpu\.nvidia\.com/xid=79:NoSchedule\)",
+        seen,
+    ), seen
     # The split A100s' MIG devices are what partitions ran on (the fleet's own tests skip).
     [partitions] = [c for c in report["capabilities"] if c["id"] == "partitions"]
     assert "passed: test_a_partition_device_is_allocated_on_its_node" in partitions["evidence"]
