@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -254,6 +255,48 @@ def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Pat
         assert "(4 partitions, parent not published)" in line, line
     [view] = [e for name, e in skipped.items() if name.startswith("test_a_partition_claims_container")]
     assert view.endswith("--container-device-pattern '^(?P<device>gpu-\\\\d+)$' cannot"), view
+
+
+HEALTH_SUITE = ("suites/device_health/test_any_driver.py",)
+# Planted bugs of device-health (after the qualify above: it picks a device still untainted).
+# A non-fatal Xid (13, xidsToSkip in device_health.go @ v0.4.1 and v0.5.0): a taint with effect
+# None, which keeps nothing off the device.
+_XID_13 = (
+    "import json, sys; from pathlib import Path; from harness.clusters.realnodes.nvidiafaults import inject; "
+    "roots = json.loads(sys.argv[1]); inject(Path(roots[sys.argv[2]]), sys.argv[2], 'xid', sys.argv[3], 13)"
+)
+
+
+@pytest.mark.parametrize(
+    ("bug", "state"),
+    [
+        ("ignores-the-fault", r"published, no taint"),
+        ("taints-with-effect-none", r"tainted gpu\.nvidia\.com/xid=13:None"),
+    ],
+)
+def test_device_health_fails_a_driver_that_does_not_keep_claims_off_a_sick_device(
+    nvidia: RealDriverCluster, tmp_path: Path, version: str, bug: str, state: str
+) -> None:
+    roots = json.dumps({node: str(root) for node, root in nvidia.roots.items()})
+    inject = {
+        "ignores-the-fault": ["true", "{node}", "{device}"],  # the command does nothing
+        "taints-with-effect-none": [sys.executable, "-c", _XID_13, roots, "{node}", "{device}"],
+    }[bug]
+    out = tmp_path / "results"
+    done = nvidia.qualify(f"nvidia@{version}", out, HEALTH_SUITE, inject=inject)
+
+    assert done.returncode == 3, done.stdout[-4000:] + done.stderr
+    report = json.loads((out / "qualify.json").read_text())
+    [health] = [c for c in report["capabilities"] if c["id"] == "device-health"]
+    assert (health["verdict"], health["headline"]) == ("FAIL", "FAIL, 1 of 1 failed")
+    [evidence] = health["evidence"]
+    assert re.fullmatch(
+        r"suites/device_health/test_any_driver\.py::test_a_sick_device_is_kept_from_new_claims: the fault "
+        r"changed nothing that keeps claims off gpu-\d: .*(h100|a100|h100m)-0 tainted NoSchedule/NoExecute "
+        rf"or withdrawn by gpu\.nvidia\.com.*{state}.*",
+        evidence,
+        re.DOTALL,
+    ), evidence
 
 
 def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_root(

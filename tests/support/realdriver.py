@@ -79,14 +79,16 @@ class RealDriverCluster(RealNodes):
         return {name: r for name, n in self.cluster.real.nodes.items() if (r := n.driver_root) is not None}
 
     def qualify(
-        self, driver: str, out: Path, suites: tuple[str, ...] = ()
+        self, driver: str, out: Path, suites: tuple[str, ...] = (), inject: Sequence[str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """`dra-harness qualify` with this process restarting the plugins (the nodes' owner) and,
-        on nodes with a fake NVIDIA root, making their devices sick (its built-in injector)."""
+        on nodes with a fake NVIDIA root, making their devices sick (its built-in injector), or
+        `inject` as the --inject-fault-command."""
         real = self.cluster.real
         assert real is not None
         with serving(plugin_restarter(real), fault_injector(real)) as restart:
-            inject = inject_template(restart) if injectable(real) else []
+            if inject is None:  # `inject` given: a planted bug's own command
+                inject = inject_template(restart) if injectable(real) else []
             return run_qualify(self.cluster.kubeconfig, driver, self.image, out, suites, restart, inject)
 
 
