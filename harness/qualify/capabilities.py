@@ -130,7 +130,7 @@ def undecided(nodeids: list[str], suites: tuple[str, ...]) -> list[str]:
     return [
         n
         for n in nodeids
-        if any(n.startswith(s.rstrip("/") + "/") for s in suites)
+        if any(n.startswith((s.rstrip("/") + "/", s + "::")) for s in suites)  # a directory or a file
         and not any(fnmatch.fnmatch(n, p) for p in declared)
     ]
 
