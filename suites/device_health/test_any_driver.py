@@ -27,6 +27,7 @@ from harness.core.errors import HarnessError, WaitTimeout
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.drastate import allocated_devices, claims_of
+from harness.kit.fleet_inventory import Inventory
 from harness.kit.kube import Kube, Obj
 from harness.kit.nodepods import inject_fault
 from harness.kit.pods import condition, scheduling_message, unschedulable_reasons
@@ -104,6 +105,7 @@ def test_a_sick_device_is_kept_from_new_claims(
     namespace: str,
     driver: DriverUnderTest,
     gpu_pool: MakeGpuPool,
+    external_inventory: Callable[[], Inventory],
     record_property: Callable[[str, object], None],
 ) -> None:
     if driver.source != "external":
@@ -116,19 +118,24 @@ def test_a_sick_device_is_kept_from_new_claims(
         skip(provider_unmet(NO_INJECTOR))
     pool = gpu_pool(nodes=1, gpus=1)
     [node] = pool.nodes
+    # Of the class's devices: a device of another class (a MIG device on NVIDIA's node) would
+    # leave the class's claim Pending whatever its health.
+    [of_node] = [n for n in external_inventory().nodes if n.node == node]
+    of_class = {d["name"] for d in of_node.matching}
     before = _devices(kube, driver.driver, node)
-    chosen = [n for n in sorted(before) if _keeps_off(_state(before, n)) is False]
+    chosen = [n for n in sorted(before) if n in of_class and not _keeps_off(_state(before, n))]
     if not chosen:
         pytest.fail(
-            f"every device of {driver.driver} on {node} is already tainted or withdrawn", pytrace=False
+            f"every device of class {driver.device_class} on {node} is already tainted or withdrawn",
+            pytrace=False,
         )
     name = chosen[0]
     slice_pool = before[name][0]
     cel = _selector(driver.driver, name, before)
-    if cel is None and len(before) > 1:
+    if cel is None and len(of_class) > 1:
         skip(
             provider_unmet(
-                f"an attribute only {name} has among {node}'s {len(before)} devices, to ask for it"
+                f"an attribute only {name} has among {node}'s {len(before)} devices, to ask for it by"
             )
         )
 
@@ -166,13 +173,16 @@ def test_a_sick_device_is_kept_from_new_claims(
             tolerations=[{"key": key, "operator": "Exists"}],
         )
         _claim_pod(kube, namespace, "tolerant", tolerant, sel)
-        wait_for(
-            lambda: [d for c in claims_of(kube, namespace, "tolerant") for d in allocated_devices(c)],
-            bool,
+        allocated, _ = wait_for(
+            lambda: (
+                [d for c in claims_of(kube, namespace, "tolerant") for d in allocated_devices(c)],
+                scheduling_message(kube.get(*kinds.POD, "tolerant", namespace)),
+            ),
+            lambda seen: bool(seen[0]),
             timeout=TIMEOUTS.claim_allocated,
-            describe=f"a claim tolerating {key} allocated",
+            describe=f"a claim tolerating {key} allocated (last: allocation, pod's scheduling message)",
         )
-        [result] = [d for c in claims_of(kube, namespace, "tolerant") for d in allocated_devices(c)]
+        [result] = allocated
         assert (result["driver"], result["pool"], result["device"]) == (driver.driver, slice_pool, name)
         t = taints[0]
         line += f"; a claim tolerating {key} got it (taint {key}={t.get('value', '')}:{t['effect']})"
