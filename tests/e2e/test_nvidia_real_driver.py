@@ -219,46 +219,10 @@ def test_no_allowed_difference_is_stale(nvidia: RealDriverCluster, version: str)
     assert sorted(".".join(p) for p in set(ALLOWED) - used) == []
 
 
-def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Path, version: str) -> None:
-    """Qualify's default suites, the plugin restarted through this process (the nodes' owner)."""
-    out = tmp_path / "results"
-    done = nvidia.qualify(f"nvidia@{version}", out)
-
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
-    report = json.loads((out / "qualify.json").read_text())
-    assert report["totals"]["failed"] == report["totals"]["errors"] == 0
-    verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
-    assert verdicts == QUALIFY_VERDICTS, done.stdout
-    assert_node_side_evidence(report, r"(h100|a100|h100m)-0", r"sh -c .*")
-    [health] = [c for c in report["capabilities"] if c["id"] == "device-health"]
-    [seen] = health["evidence"]
-    assert re.fullmatch(
-        r"passed: test_a_sick_device_is_kept_from_new_claims: on (h100|a100|h100m)-0, gpu-\d after the "
-        r"fault: tainted gpu\.nvidia\.com/xid=79:NoSchedule; a claim only it meets: Pending \(cannot "
-        r"allocate all claims\); a claim tolerating gpu\.nvidia\.com/xid got it \(taint "
-        r"gpu\.nvidia\.com/xid=79:NoSchedule\)",
-        seen,
-    ), seen
-    # The split A100s' MIG devices are what partitions ran on (the fleet's own tests skip).
-    [partitions] = [c for c in report["capabilities"] if c["id"] == "partitions"]
-    assert "passed: test_a_partition_device_is_allocated_on_its_node" in partitions["evidence"]
-    # v0.4.1 hides a MIG-enabled GPU and publishes no counters: nothing to exclude or fill, said so;
-    # its container view (/dev/nvidia<N>) cannot name a MIG device.
-    assert partitions["headline"].startswith("PASS, 1 of 9 ran; 8 skipped: "), partitions["headline"]
-    skipped = {e.split(":", 1)[0].removeprefix("skipped "): e for e in partitions["evidence"]}
-    for check in (
-        "test_a_partition_waits_while_its_parent_is_allocated",
-        "test_partitions_fill_their_counter_set",
-    ):
-        [line] = [e for name, e in skipped.items() if name.startswith(check)]
-        assert "a100-0: parentUUID GPU-" in line, line
-        assert "(4 partitions, parent not published)" in line, line
-    [view] = [e for name, e in skipped.items() if name.startswith("test_a_partition_claims_container")]
-    assert view.endswith("--container-device-pattern '^(?P<device>gpu-\\\\d+)$' cannot"), view
-
-
 HEALTH_SUITE = ("suites/device_health/test_any_driver.py",)
-# Planted bugs of device-health (after the qualify above: it picks a device still untainted).
+# Planted bugs of device-health, before qualify's own run: they leave the device it then picks
+# untainted or tainted None (the plugin's Xid 79 replaces the key's taint: allocatable.go
+# AddOrUpdateTaint @ v0.4.1 and v0.5.0).
 # A non-fatal Xid (13, xidsToSkip in device_health.go @ v0.4.1 and v0.5.0): a taint with effect
 # None, which keeps nothing off the device.
 _XID_13 = (
@@ -297,6 +261,44 @@ def test_device_health_fails_a_driver_that_does_not_keep_claims_off_a_sick_devic
         evidence,
         re.DOTALL,
     ), evidence
+
+
+def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Path, version: str) -> None:
+    """Qualify's default suites, the plugin restarted through this process (the nodes' owner)."""
+    out = tmp_path / "results"
+    done = nvidia.qualify(f"nvidia@{version}", out)
+
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
+    report = json.loads((out / "qualify.json").read_text())
+    assert report["totals"]["failed"] == report["totals"]["errors"] == 0
+    verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
+    assert verdicts == QUALIFY_VERDICTS, done.stdout
+    assert_node_side_evidence(report, r"(h100|a100|h100m)-0", r"sh -c .*")
+    [health] = [c for c in report["capabilities"] if c["id"] == "device-health"]
+    [seen] = health["evidence"]
+    assert re.fullmatch(
+        r"passed: test_a_sick_device_is_kept_from_new_claims: on (h100|a100|h100m)-0, gpu-\d after the "
+        r"fault: tainted gpu\.nvidia\.com/xid=79:NoSchedule; a claim only it meets: Pending \(cannot "
+        r"allocate all claims\); a claim tolerating gpu\.nvidia\.com/xid got it \(taint "
+        r"gpu\.nvidia\.com/xid=79:NoSchedule\)",
+        seen,
+    ), seen
+    # The split A100s' MIG devices are what partitions ran on (the fleet's own tests skip).
+    [partitions] = [c for c in report["capabilities"] if c["id"] == "partitions"]
+    assert "passed: test_a_partition_device_is_allocated_on_its_node" in partitions["evidence"]
+    # v0.4.1 hides a MIG-enabled GPU and publishes no counters: nothing to exclude or fill, said so;
+    # its container view (/dev/nvidia<N>) cannot name a MIG device.
+    assert partitions["headline"].startswith("PASS, 1 of 9 ran; 8 skipped: "), partitions["headline"]
+    skipped = {e.split(":", 1)[0].removeprefix("skipped "): e for e in partitions["evidence"]}
+    for check in (
+        "test_a_partition_waits_while_its_parent_is_allocated",
+        "test_partitions_fill_their_counter_set",
+    ):
+        [line] = [e for name, e in skipped.items() if name.startswith(check)]
+        assert "a100-0: parentUUID GPU-" in line, line
+        assert "(4 partitions, parent not published)" in line, line
+    [view] = [e for name, e in skipped.items() if name.startswith("test_a_partition_claims_container")]
+    assert view.endswith("--container-device-pattern '^(?P<device>gpu-\\\\d+)$' cannot"), view
 
 
 def test_a_plugin_that_cannot_start_shows_its_log_and_what_it_looked_for_in_the_root(
