@@ -237,6 +237,7 @@ _XID_13 = (
         ("ignores-the-fault", r"published, no taint"),
         ("taints-with-effect-none", r"tainted gpu\.nvidia\.com/xid=13:None"),
     ],
+    ids=["ignores-the-fault", "taints-with-effect-none"],
 )
 def test_device_health_fails_a_driver_that_does_not_keep_claims_off_a_sick_device(
     nvidia: RealDriverCluster, tmp_path: Path, version: str, bug: str, state: str
