@@ -242,7 +242,9 @@ _XID_13 = (
 def test_device_health_fails_a_driver_that_does_not_keep_claims_off_a_sick_device(
     nvidia: RealDriverCluster, tmp_path: Path, version: str, bug: str, state: str
 ) -> None:
+    # a template's literal braces are doubled ({node} and {device} are its only fields)
     roots = json.dumps({node: str(root) for node, root in nvidia.roots.items()})
+    roots = roots.replace("{", "{{").replace("}", "}}")
     inject = {
         "ignores-the-fault": ["true", "{node}", "{device}"],  # the command does nothing
         "taints-with-effect-none": [sys.executable, "-c", _XID_13, roots, "{node}", "{device}"],
