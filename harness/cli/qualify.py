@@ -59,6 +59,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         args.driver_release or "",
         in_cluster=pod,
         plugin_restart=args.plugin_restart_command or "",
+        inject_fault=args.inject_fault_command or "",
     )
     return qualify(req)
 
@@ -107,6 +108,14 @@ def add_qualify_parser(sub: Any) -> None:
         help="node side: restarts the driver's kubelet plugin on node {node} and returns once it "
         "serves again (e.g. a kubectl delete of the node's plugin pod, then a wait for the new one); "
         "run without a shell, with KUBECONFIG set to qualify's kubeconfig, killed after 300 s",
+    )
+    q.add_argument(
+        "--inject-fault-command",
+        type=nonempty,
+        # 120 s: harness.kit.nodepods.INJECT_FAULT_TIMEOUT
+        help="device-health: makes device {device} of node {node} sick (the driver must then taint "
+        "it NoSchedule/NoExecute or withdraw it); run without a shell, with KUBECONFIG set, killed "
+        "after 120 s; without it device-health is NOT TESTED",
     )
     q.add_argument("--node-selector", default="", help="key=value[,key=value]: the nodes tests may use")
     q.add_argument(

@@ -24,7 +24,13 @@ from fake_driver.command.cliargs import OneLineParser, nonempty
 from harness.clusters.host.processes import one_line_errors
 from harness.clusters.host.rundirs import session_run_dir
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.control import plugin_restarter, serving
+from harness.clusters.realnodes.control import (
+    fault_injector,
+    inject_template,
+    injectable,
+    plugin_restarter,
+    serving,
+)
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.core.cells import Cell
 from harness.core.drivers import driver_ref, is_driver_ref
@@ -60,7 +66,7 @@ def run_cell(cell: Cell, out: Path, junit: str, suites: tuple[str, ...], extra: 
         assert cluster.real is not None  # real_pools given
         image = cluster.real.busybox_ref
         known = spec.qualify_defaults(version)
-        with serving(plugin_restarter(cluster.real)) as restart:
+        with serving(plugin_restarter(cluster.real), fault_injector(cluster.real)) as restart:
             code = qualify(_request(cluster, known, image, suites, out, extra, restart))
     finally:
         cluster.stop()
@@ -85,6 +91,7 @@ def _request(
     busybox, and a plugin restart through this process (harness.clusters.realnodes.control)."""
     from harness.qualify.run import ContainerViewArgs, QualifyRequest
 
+    assert cluster.real is not None  # real_pools given
     return QualifyRequest(
         cluster.kubeconfig,
         known["driver_name"],
@@ -96,6 +103,8 @@ def _request(
         release=known["driver_release"],
         pytest_extra=extra,
         plugin_restart=shlex.join(restart),
+        # the built-in injector needs the NVML stand-in's control file (NVIDIA's nodes only)
+        inject_fault=shlex.join(inject_template(restart)) if injectable(cluster.real) else "",
     )
 
 

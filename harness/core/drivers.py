@@ -102,6 +102,31 @@ def plugin_restart_argv(command: str) -> tuple[str, ...]:
     return argv
 
 
+def inject_fault_argv(command: str) -> tuple[str, ...]:
+    """`--inject-fault-command`: a command that makes device `{device}` of node `{node}` sick
+    (the device-health capability); ValueError when it does not split, is empty, lacks one of
+    the two fields or names another."""
+    name = "--inject-fault-command"
+    try:
+        argv = tuple(shlex.split(command))
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
+    if not argv:
+        raise ValueError(f"{name}: empty; give a command with {{node}} and {{device}}")
+    for word in argv:
+        try:
+            word.format(node="n", device="d")
+        except (KeyError, IndexError, ValueError) as err:
+            raise ValueError(f"{name}: {word!r}: only {{node}} and {{device}} may be named ({err})") from None
+    filled = " ".join(word.format(node="\0node", device="\0device") for word in argv)
+    for field_ in ("node", "device"):
+        if f"\0{field_}" not in filled:  # "{{node}}" is a literal brace, not the field
+            raise ValueError(
+                f"{name}: {command!r} names no {{{field_}}}: it must say which device to make sick"
+            )
+    return argv
+
+
 @dataclass(frozen=True)
 class ClassSpec:
     """One DeviceClass of the driver's chart: its name, CEL selector, and whether it carries

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.core.errors import HarnessError
+from harness.core.redaction import redact
 from harness.kit import builders as b
 from harness.kit import kinds
 from harness.kit.kube import Kube, Obj
@@ -166,15 +167,39 @@ def cdi_specs_naming(kube: Kube, namespace: str, node: str, image: str, text: st
 PLUGIN_RESTART_TIMEOUT = 300.0  # seconds: a DaemonSet's pod replaced and registered, with margin
 
 
+# seconds: the fault made and the command returned; what the driver then does is waited for apart
+INJECT_FAULT_TIMEOUT = 120.0
+
+
 def restart_plugin(
     argv: Sequence[str], node: str, kubeconfig: Path | None = None, timeout: float = PLUGIN_RESTART_TIMEOUT
 ) -> None:
-    """Run --plugin-restart-command for `node` ({node} filled), without a shell, with
-    KUBECONFIG set to the run's kubeconfig (a `kubectl` in it talks to the cluster under test,
-    not the runner's default context), bounded: on timeout its whole process group is killed.
-    HarnessError with its exit and last output lines when it fails."""
-    command = [word.format(node=node) for word in argv]
+    """Run --plugin-restart-command for `node` ({node} filled); see run_node_command."""
+    run_node_command(argv, {"node": node}, kubeconfig, timeout)
+
+
+def inject_fault(
+    argv: Sequence[str],
+    node: str,
+    device: str,
+    kubeconfig: Path | None = None,
+    timeout: float = INJECT_FAULT_TIMEOUT,
+) -> None:
+    """Run --inject-fault-command for `device` of `node`; see run_node_command."""
+    run_node_command(argv, {"node": node, "device": device}, kubeconfig, timeout)
+
+
+def run_node_command(
+    argv: Sequence[str], fields: Mapping[str, str], kubeconfig: Path | None, timeout: float
+) -> None:
+    """Run a user's command template with `fields` filled, without a shell, with KUBECONFIG set
+    to the run's kubeconfig (a `kubectl` in it talks to the cluster under test, not the
+    runner's default context), bounded: on timeout its whole process group is killed.
+    HarnessError with its exit and last output lines (redacted: they go into reports) when it
+    fails."""
+    command = [word.format(**fields) for word in argv]
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)} if kubeconfig is not None else None
+    shown = redact(shlex.join(command))
     try:
         proc = subprocess.Popen(
             command,
@@ -185,15 +210,15 @@ def restart_plugin(
             env=env,
         )
     except OSError as err:  # no shell: `a; b` is one program's name
-        raise HarnessError(f"{shlex.join(command)}: {err.strerror}") from None
+        raise HarnessError(f"{shown}: {err.strerror}") from None
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         output = _after_kill(proc)
-        raise HarnessError(f"{shlex.join(command)}: no exit in {timeout:.0f} s: {_tail(output)}") from None
+        raise HarnessError(f"{shown}: no exit in {timeout:.0f} s: {_tail(output)}") from None
     if proc.returncode != 0:
-        raise HarnessError(f"{shlex.join(command)}: exit {proc.returncode}: {_tail(output)}")
+        raise HarnessError(f"{shown}: exit {proc.returncode}: {_tail(output)}")
 
 
 def _after_kill(proc: subprocess.Popen[bytes], grace: float = 10.0) -> bytes:
@@ -208,4 +233,4 @@ def _after_kill(proc: subprocess.Popen[bytes], grace: float = 10.0) -> bytes:
 
 
 def _tail(output: bytes, lines: int = 10) -> str:
-    return " | ".join(output.decode(errors="replace").splitlines()[-lines:]) or "no output"
+    return redact(" | ".join(output.decode(errors="replace").splitlines()[-lines:])) or "no output"

@@ -35,6 +35,10 @@ class Timeouts:
     pod_running: float = 60.0
     claim_allocated: float = 60.0
     deletion: float = 60.0
+    # A device made sick until its driver taints or withdraws it: the driver's health monitor
+    # notices (NVIDIA's waits on NVML events in 5 s rounds, device_health.go @ v0.4.1) and its
+    # slices are republished.
+    device_sick: float = 90.0
     # "Stays Pending" after the scheduler has reported the pod Unschedulable for the expected
     # reason (the evidence): a confirmation window covering the first retries (backoff 1s, 2s).
     stays_pending: float = 3.0

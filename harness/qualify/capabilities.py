@@ -100,6 +100,12 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("gang", "Gang scheduling with the driver's devices", ("suites/gang/*",)),
     Capability("failure-modes", "Failure-mode detectors name staged problems", ("suites/failure_modes/*",)),
     Capability("node-side", "Node-side: kubelet prepares claims (real kubelets only)", ("suites/node/*",)),
+    Capability(
+        "device-health",
+        "Device health: a device made sick (--inject-fault-command) is tainted NoSchedule/NoExecute "
+        "or withdrawn, and the scheduler keeps new claims off it",
+        ("suites/device_health/test_any_driver.py::*",),
+    ),
 )
 
 # Tests qualify runs that decide no capability: what they check is the cluster's, not the
@@ -124,7 +130,7 @@ def undecided(nodeids: list[str], suites: tuple[str, ...]) -> list[str]:
     return [
         n
         for n in nodeids
-        if any(n.startswith(s.rstrip("/") + "/") for s in suites)
+        if any(n.startswith((s.rstrip("/") + "/", s + "::")) for s in suites)  # a directory or a file
         and not any(fnmatch.fnmatch(n, p) for p in declared)
     ]
 

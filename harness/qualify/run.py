@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.clusters.host.processes import run_child
-from harness.core.drivers import plugin_restart_argv
+from harness.core.drivers import inject_fault_argv, plugin_restart_argv
 from harness.core.errors import HarnessError
 from harness.core.layout import REPORTS, new_run_id
 from harness.core.outputs import check_output
@@ -43,6 +43,8 @@ DEFAULT_SUITES = (
     "suites/shared_devices",
     "suites/gang",
     "suites/node",
+    # last: the device it makes sick stays sick (a driver's fault has no undo qualify knows)
+    "suites/device_health/test_any_driver.py",
 )
 STANDIN_RELEASE = "the harness's stand-in: its fake driver published under this name"
 
@@ -74,6 +76,7 @@ class QualifyRequest:
     pytest_extra: tuple[str, ...] = ()  # a matrix cell's pytest arguments (harness.matrix.realcell)
     in_cluster: bool = False  # the kubeconfig is the pod's service account (harness.kit.incluster)
     plugin_restart: str = ""  # restarts the driver's kubelet plugin on node {node} (node side)
+    inject_fault: str = ""  # makes device {device} of node {node} sick (device-health)
 
     def command(self) -> str:
         """The exact command that reproduces this run."""
@@ -83,6 +86,7 @@ class QualifyRequest:
         argv += [f"--node-selector={self.node_selector}"] if self.node_selector else []
         argv += [f"--suite={s}" for s in self.suites] if self.suites != DEFAULT_SUITES else []
         restart = [f"--plugin-restart-command={self.plugin_restart}"] if self.plugin_restart else []
+        restart += [f"--inject-fault-command={self.inject_fault}"] if self.inject_fault else []
         return shlex.join([*argv, *self.view.argv("container"), *restart])
 
     def pytest_argv(self, out: Path, release: str = "") -> list[str]:
@@ -104,6 +108,7 @@ class QualifyRequest:
             f"--node-selector={self.node_selector}",
             *self.view.argv("container"),
             f"--plugin-restart-command={self.plugin_restart}",
+            f"--inject-fault-command={self.inject_fault}",
             f"--driver-release={release or self.release}",
             f"--junitxml={out / 'junit.xml'}",
             f"--summary-json={out / 'summary.json'}",
@@ -123,6 +128,8 @@ def check_request(req: QualifyRequest) -> None:
             raise HarnessError(f"suite {suite} does not exist")
     try:
         plugin_restart_argv(req.plugin_restart)
+        if req.inject_fault:
+            inject_fault_argv(req.inject_fault)
     except ValueError as err:
         raise HarnessError(str(err)) from None
     v = req.view

@@ -14,7 +14,9 @@ deviceinfo.go MigDeviceInfo.GetDevice @ both).
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,6 +76,7 @@ QUALIFY_VERDICTS = {
     "gang": "PASS",
     "failure-modes": "PASS",
     "node-side": "PASS",
+    "device-health": "PASS",  # the built-in injector: Xid 79 -> gpu.nvidia.com/xid=79 NoSchedule
 }
 
 
@@ -216,6 +219,53 @@ def test_no_allowed_difference_is_stale(nvidia: RealDriverCluster, version: str)
     assert sorted(".".join(p) for p in set(ALLOWED) - used) == []
 
 
+HEALTH_SUITE = ("suites/device_health/test_any_driver.py",)
+# Planted bugs of device-health, before qualify's own run: they leave the device it then picks
+# untainted or tainted None (the plugin's Xid 79 replaces the key's taint: allocatable.go
+# AddOrUpdateTaint @ v0.4.1 and v0.5.0).
+# A non-fatal Xid (13, xidsToSkip in device_health.go @ v0.4.1 and v0.5.0): a taint with effect
+# None, which keeps nothing off the device.
+_XID_13 = (
+    "import json, sys; from pathlib import Path; from harness.clusters.realnodes.nvidiafaults import inject; "
+    "roots = json.loads(sys.argv[1]); inject(Path(roots[sys.argv[2]]), sys.argv[2], 'xid', sys.argv[3], 13)"
+)
+
+
+@pytest.mark.parametrize(
+    ("bug", "state"),
+    [
+        ("ignores-the-fault", r"published, no taint"),
+        ("taints-with-effect-none", r"tainted gpu\.nvidia\.com/xid=13:None"),
+    ],
+    ids=["ignores-the-fault", "taints-with-effect-none"],
+)
+def test_device_health_fails_a_driver_that_does_not_keep_claims_off_a_sick_device(
+    nvidia: RealDriverCluster, tmp_path: Path, version: str, bug: str, state: str
+) -> None:
+    # a template's literal braces are doubled ({node} and {device} are its only fields)
+    roots = json.dumps({node: str(root) for node, root in nvidia.roots.items()})
+    roots = roots.replace("{", "{{").replace("}", "}}")
+    inject = {
+        "ignores-the-fault": ["true", "{node}", "{device}"],  # the command does nothing
+        "taints-with-effect-none": [sys.executable, "-c", _XID_13, roots, "{node}", "{device}"],
+    }[bug]
+    out = tmp_path / "results"
+    done = nvidia.qualify(f"nvidia@{version}", out, HEALTH_SUITE, inject=inject)
+
+    assert done.returncode == 3, done.stdout[-4000:] + done.stderr
+    report = json.loads((out / "qualify.json").read_text())
+    [health] = [c for c in report["capabilities"] if c["id"] == "device-health"]
+    assert (health["verdict"], health["headline"]) == ("FAIL", "FAIL, 1 of 1 failed")
+    [evidence] = health["evidence"]
+    assert re.fullmatch(
+        r"suites/device_health/test_any_driver\.py::test_a_sick_device_is_kept_from_new_claims: Failed: the "
+        r"fault changed nothing that keeps claims off (gpu-\d): timed out after 90s waiting for \1 of "
+        r"(h100|a100|h100m)-0 tainted NoSchedule/NoExecute or withdrawn by gpu\.nvidia\.com; last observed:"
+        rf"\n{state}",
+        evidence,
+    ), evidence
+
+
 def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Path, version: str) -> None:
     """Qualify's default suites, the plugin restarted through this process (the nodes' owner)."""
     out = tmp_path / "results"
@@ -227,6 +277,15 @@ def test_qualify_the_real_nvidia_driver(nvidia: RealDriverCluster, tmp_path: Pat
     verdicts = {c["id"]: c["verdict"] for c in report["capabilities"]}
     assert verdicts == QUALIFY_VERDICTS, done.stdout
     assert_node_side_evidence(report, r"(h100|a100|h100m)-0", r"sh -c .*")
+    [health] = [c for c in report["capabilities"] if c["id"] == "device-health"]
+    [seen] = health["evidence"]
+    assert re.fullmatch(
+        r"passed: test_a_sick_device_is_kept_from_new_claims: on (h100|a100|h100m)-0, gpu-\d after the "
+        r"fault: tainted gpu\.nvidia\.com/xid=79:NoSchedule; a claim only it meets: Pending \(cannot "
+        r"allocate all claims\); a claim tolerating gpu\.nvidia\.com/xid got it \(taint "
+        r"gpu\.nvidia\.com/xid=79:NoSchedule\)",
+        seen,
+    ), seen
     # The split A100s' MIG devices are what partitions ran on (the fleet's own tests skip).
     [partitions] = [c for c in report["capabilities"] if c["id"] == "partitions"]
     assert "passed: test_a_partition_device_is_allocated_on_its_node" in partitions["evidence"]

@@ -25,7 +25,14 @@ from tests.support.realdriver import (
 
 DRIVER = next((d for d in load_matrix().test_drivers if d.startswith("example@")), "example@v0.4.0")
 POOL = RealPoolSpec("ex", count=2, gpus=4, driver=DRIVER)
-SUITES = ("suites/node", "suites/bridging", "suites/driver", "suites/shared_devices", "suites/gang")
+SUITES = (
+    "suites/node",
+    "suites/bridging",
+    "suites/driver",
+    "suites/shared_devices",
+    "suites/gang",
+    "suites/device_health/test_any_driver.py",
+)
 # Its own real-node cluster: scheduled in a real-node lane, so quiet-host tests wait for it.
 pytestmark = [pytest.mark.real_node, pytest.mark.real_plugin_comparison]
 
@@ -63,7 +70,15 @@ def test_qualify_the_example_driver_on_real_nodes(example: RealDriverCluster, tm
         "gang": "PASS",  # on the driver's own node: gangs of its devices, claimed and bridged
         "failure-modes": "NOT TESTED",  # suite not run here (the stand-in's qualify runs it)
         "node-side": "PASS",
+        # No injector: the example plugin has no device health to provoke (health.go @ v0.4.0 is
+        # its gRPC liveness service; it publishes no device taint and withdraws no device).
+        "device-health": "NOT TESTED",
     }, done.stdout
+    [health] = [c for c in report["capabilities"] if c["id"] == "device-health"]
+    assert health["evidence"] == [
+        "test_a_sick_device_is_kept_from_new_claims: how to make one of the driver's devices sick: "
+        "no --inject-fault-command given"
+    ]
     node_side = [t for t in _tests(out) if t["nodeid"].startswith("suites/node/test_container_view.py")]
     assert sorted((t["nodeid"].rsplit("::", 1)[1], t["outcome"]) for t in node_side) == [
         ("test_a_plugin_restart_keeps_the_running_pod_and_serves_a_new_one", "passed"),

@@ -50,10 +50,21 @@ MIG_PROFILE = "a100-80gb-pcie"
 # parts name these profiles with the same GI profile ids and placements.
 LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 MIG = {"mode": "static", "layout": LAYOUT, "gpus": [0, 1]}
+# The health check gate on (versions.toml [drivers.nvidia.settings] device_health): qualify's
+# device-health makes one GPU sick through the NVML stand-in (control.fault_injector).
+HEALTH = {"device_health": True}
 POOLS = (
-    RealPoolSpec("h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER),
-    RealPoolSpec("a100", count=1, gpus=GPUS, profile=MIG_PROFILE, driver=DRIVER, mig=MIG),
-    RealPoolSpec("h100m", count=1, gpus=2, profile="h100-80gb-hbm3", driver=DRIVER, mig=MIG | {"gpus": [0]}),
+    RealPoolSpec("h100", count=1, gpus=GPUS, profile="h100-80gb-hbm3", driver=DRIVER, settings=HEALTH),
+    RealPoolSpec("a100", count=1, gpus=GPUS, profile=MIG_PROFILE, driver=DRIVER, mig=MIG, settings=HEALTH),
+    RealPoolSpec(
+        "h100m",
+        count=1,
+        gpus=2,
+        profile="h100-80gb-hbm3",
+        driver=DRIVER,
+        mig=MIG | {"gpus": [0]},
+        settings=HEALTH,
+    ),
 )
 MIG_NODE = "a100-0"
 # Per split GPU: <profile without dots>-<GI profile id>-<placement start> (mig.go

@@ -16,7 +16,13 @@ from typing import Any
 from fixtures.real.realnodes import RealNodes, running
 from harness.clusters.host.state import missing_requirement
 from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.realnodes.control import plugin_restarter, serving
+from harness.clusters.realnodes.control import (
+    fault_injector,
+    inject_template,
+    injectable,
+    plugin_restarter,
+    serving,
+)
 from harness.clusters.realnodes.pools import RealPoolSpec
 from harness.controlplane.build import controlplane_built
 from harness.controlplane.driverparts import driver_built, not_built_line
@@ -43,13 +49,21 @@ def real_driver_missing(ref: str, minor_name: str | None = None) -> str | None:
 
 
 def run_qualify(
-    kubeconfig: Path, driver: str, image: str, out: Path, suites: tuple[str, ...], restart: Sequence[str] = ()
+    kubeconfig: Path,
+    driver: str,
+    image: str,
+    out: Path,
+    suites: tuple[str, ...],
+    restart: Sequence[str] = (),
+    inject: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     """`dra-harness qualify` of `driver` (NAME@VERSION) with its node side's container image,
-    and `restart` as its --plugin-restart-command (harness.clusters.realnodes.control)."""
+    `restart` as its --plugin-restart-command and `inject` as its --inject-fault-command
+    (harness.clusters.realnodes.control)."""
     argv = [sys.executable, "-m", "harness.cli.main", "qualify", f"--kubeconfig={kubeconfig}"]
     argv += [f"--driver-spec={driver}", f"--container-image={image}", f"--out={out}"]
     argv += [f"--plugin-restart-command={shlex.join(restart)}"] if restart else []
+    argv += [f"--inject-fault-command={shlex.join(inject)}"] if inject else []
     argv += [f"--suite={s}" for s in suites]
     return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1500, check=False)
 
@@ -65,12 +79,17 @@ class RealDriverCluster(RealNodes):
         return {name: r for name, n in self.cluster.real.nodes.items() if (r := n.driver_root) is not None}
 
     def qualify(
-        self, driver: str, out: Path, suites: tuple[str, ...] = ()
+        self, driver: str, out: Path, suites: tuple[str, ...] = (), inject: Sequence[str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """`dra-harness qualify` with this process restarting the plugins (the nodes' owner)."""
-        assert self.cluster.real is not None
-        with serving(plugin_restarter(self.cluster.real)) as restart:
-            return run_qualify(self.cluster.kubeconfig, driver, self.image, out, suites, restart)
+        """`dra-harness qualify` with this process restarting the plugins (the nodes' owner) and,
+        on nodes with a fake NVIDIA root, making their devices sick (its built-in injector), or
+        `inject` as the --inject-fault-command."""
+        real = self.cluster.real
+        assert real is not None
+        with serving(plugin_restarter(real), fault_injector(real)) as restart:
+            if inject is None:  # `inject` given: a planted bug's own command
+                inject = inject_template(restart) if injectable(real) else []
+            return run_qualify(self.cluster.kubeconfig, driver, self.image, out, suites, restart, inject)
 
 
 @contextmanager

@@ -3,6 +3,11 @@ serves a Unix socket, and `qualify --plugin-restart-command` runs this module's 
 vendor's would run `kubectl delete pod` of the plugin's DaemonSet on that node.
 
     python -m harness.clusters.realnodes.control SOCKET restart-plugin NODE
+    python -m harness.clusters.realnodes.control SOCKET inject-fault NODE DEVICE
+
+The second is qualify's built-in --inject-fault-command on the harness's NVIDIA nodes: an Xid 79
+(fallen off the bus, fatal) on the device in the node's NVML stand-in (nvidiafaults.inject_on),
+which the plugin with its health gate on taints NoSchedule; one line when the gate is off.
 
 The plugins are the owner's child processes, so only the owner can start them again; the
 client returns once the kubelet has connected to the new plugin (RealNode.restart), and exits
@@ -22,10 +27,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.clusters.realnodes import nvidiafaults
 from harness.clusters.realnodes.pools import RealNodes
 from harness.core.errors import HarnessError
 
 COMMAND = "restart-plugin"
+INJECT = "inject-fault"
+INJECTED_XID = 79  # fatal: device_health.go @ v0.4.1 and v0.5.0 skip only the application Xids
 MODULE = "harness.clusters.realnodes.control"  # not __name__: that is __main__ in the client
 # Components die with the thread that started them (PR_SET_PDEATHSIG is per thread:
 # harness.clusters.host.processes), so a restart runs on this one worker, alive as long as the
@@ -40,6 +48,14 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         words = self.rfile.readline(1024).decode(errors="replace").split()
+        if len(words) == 3 and words[0] == INJECT and self.server.inject is not None:
+            try:
+                self.server.inject(words[1], words[2])
+            except (HarnessError, OSError) as err:
+                self.wfile.write(f"error: {err}\n".encode())
+                return
+            self.wfile.write(b"ok\n")
+            return
         if len(words) != 2 or words[0] != COMMAND:
             self.wfile.write(f"error: expected `{COMMAND} NODE`, got {' '.join(words)!r}\n".encode())
             return
@@ -54,19 +70,25 @@ class _Handler(socketserver.StreamRequestHandler):
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
-    def __init__(self, path: str, restart: Callable[[str], None]) -> None:
+    def __init__(
+        self, path: str, restart: Callable[[str], None], inject: Callable[[str, str], None] | None
+    ) -> None:
         super().__init__(path, _Handler)
         self.restart = restart
+        self.inject = inject
 
 
 @contextmanager
-def serving(restart: Callable[[str], None]) -> Iterator[list[str]]:
-    """While open, a socket whose `restart-plugin NODE` calls `restart(NODE)`; yields the
-    client's argv template (`{node}` for the node), for --plugin-restart-command."""
+def serving(
+    restart: Callable[[str], None], inject: Callable[[str, str], None] | None = None
+) -> Iterator[list[str]]:
+    """While open, a socket whose `restart-plugin NODE` calls `restart(NODE)` (and, given
+    `inject`, `inject-fault NODE DEVICE` calls `inject(NODE, DEVICE)`); yields the client's argv
+    template (`{node}` for the node), for --plugin-restart-command (inject_template: the other)."""
     # A short directory of its own: a Unix socket's path is at most 107 bytes.
     directory = Path(tempfile.mkdtemp(prefix="dra-ctl-"))
     path = directory / "s"
-    server = _Server(str(path), restart)
+    server = _Server(str(path), restart, inject)
     thread = threading.Thread(target=server.serve_forever, name="plugin-control", daemon=True)
     thread.start()
     try:
@@ -90,25 +112,53 @@ def plugin_restarter(real: RealNodes) -> Callable[[str], None]:
     return restart
 
 
-def ask(path: str, node: str, timeout: float = RESTART_TIMEOUT + 30) -> str:
-    """The owner's answer to `restart-plugin NODE`: "ok", else "error: ..."."""
+def inject_template(restart: list[str]) -> list[str]:
+    """The --inject-fault-command of the socket `restart` (serving's template) talks to."""
+    return [*restart[: restart.index(COMMAND)], INJECT, "{node}", "{device}"]
+
+
+def fault_injector(real: RealNodes) -> Callable[[str, str], None]:
+    """`inject(NODE, DEVICE)` on the owner's real NVIDIA nodes: a fatal Xid on the device."""
+
+    def inject(node: str, device: str) -> None:
+        nvidiafaults.inject_on(real, node, "xid", device, INJECTED_XID)
+
+    return inject
+
+
+def injectable(real: RealNodes) -> bool:
+    """Does a node here make faults into taints (a fake NVIDIA root, its plugin's health gate on)?"""
+    return any(
+        n.driver_root is not None
+        and n.spec.external is not None
+        and bool(n.spec.external.settings.get(nvidiafaults.HEALTH_SETTING))
+        for n in real.nodes.values()
+    )
+
+
+def ask(path: str, *words: str, timeout: float = RESTART_TIMEOUT + 30) -> str:
+    """The owner's answer to `restart-plugin NODE` or `inject-fault NODE DEVICE`: "ok", else
+    "error: ..."."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(timeout)
         conn.connect(path)
-        conn.sendall(f"{COMMAND} {node}\n".encode())
+        conn.sendall(f"{' '.join(words)}\n".encode())
         return conn.makefile("rb").readline(4096).decode(errors="replace").strip()
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[1] != COMMAND or not argv[2]:
-        print(f"usage: python -m {MODULE} SOCKET {COMMAND} NODE", file=sys.stderr)
+    shapes = {COMMAND: 3, INJECT: 4}
+    if len(argv) < 2 or shapes.get(argv[1]) != len(argv) or not all(argv[2:]):
+        usage = f"SOCKET {COMMAND} NODE | SOCKET {INJECT} NODE DEVICE"
+        print(f"usage: python -m {MODULE} {usage}", file=sys.stderr)
         return 2
     try:
-        answer = ask(argv[0], argv[2])
+        answer = ask(argv[0], *argv[1:])
     except OSError as err:  # no owner (gone, never there) or no answer in time
         answer = f"error: no answer from the real nodes' owner at {argv[0]}: {err}"
     if answer != "ok":
-        print(f"restart-plugin {argv[2]}: {answer.removeprefix('error: ') or 'no answer'}", file=sys.stderr)
+        what = " ".join(argv[1:])
+        print(f"{what}: {answer.removeprefix('error: ') or 'no answer'}", file=sys.stderr)
         return 1
     return 0
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.realnodes import control
-from harness.core.drivers import plugin_restart_argv
+from harness.core.drivers import inject_fault_argv, plugin_restart_argv
 from harness.core.errors import HarnessError
 from harness.core.versions import REPO_ROOT
-from harness.kit.nodepods import PLUGIN_RESTART_TIMEOUT, restart_plugin
+from harness.kit.nodepods import PLUGIN_RESTART_TIMEOUT, inject_fault, restart_plugin
 from harness.kit.waits import wait_for
 
 
@@ -70,12 +70,21 @@ def test_without_an_owner_the_client_says_so_in_one_line(tmp_path: Path) -> None
     assert done.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv", [[], ["s", "reboot", "n"], ["s", control.COMMAND, ""]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["s", "reboot", "n"],
+        ["s", control.COMMAND, ""],
+        ["s", control.INJECT, "n"],
+        ["s", control.INJECT, "n", ""],
+    ],
+)
 def test_a_malformed_call_prints_the_usage_and_exits_2(argv: list[str]) -> None:
     done = _client(argv)
     assert (done.returncode, done.stderr) == (
         2,
-        f"usage: python -m {control.MODULE} SOCKET restart-plugin NODE\n",
+        f"usage: python -m {control.MODULE} SOCKET restart-plugin NODE | SOCKET inject-fault NODE DEVICE\n",
     )
 
 
@@ -154,3 +163,66 @@ def test_the_help_says_the_restart_bound_it_has() -> None:
         cwd=REPO_ROOT,
     )
     assert f"killed after {PLUGIN_RESTART_TIMEOUT:.0f} s" in " ".join(done.stdout.split())
+
+
+def test_the_socket_injects_a_fault_through_the_owner_and_says_why_not_in_one_line() -> None:
+    calls: list[tuple[str, str]] = []
+
+    def inject(node: str, device: str) -> None:
+        if node == "off":
+            raise HarnessError("node off: the plugin's NVMLDeviceHealthCheck gate is off")
+        calls.append((node, device))
+
+    with control.serving(lambda node: None, inject) as template:
+        fault = control.inject_template(template)
+        assert fault[4:] == [control.INJECT, "{node}", "{device}"]
+        inject_fault_argv(" ".join(fault))  # a valid --inject-fault-command
+        ok = _client([w.format(node="real-0", device="gpu-3") for w in fault[3:]])
+        off = _client([w.format(node="off", device="gpu-0") for w in fault[3:]])
+    assert (ok.returncode, ok.stderr, calls) == (0, "", [("real-0", "gpu-3")])
+    assert (off.returncode, off.stderr) == (
+        1,
+        "inject-fault off gpu-0: node off: the plugin's NVMLDeviceHealthCheck gate is off\n",
+    )
+    with control.serving(lambda node: None) as template:  # no injector served
+        none = _client([w.format(node="n", device="d") for w in control.inject_template(template)[3:]])
+    assert none.returncode == 1
+    assert none.stderr.startswith("inject-fault n d: expected `restart-plugin NODE`"), none.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "line"),
+    [
+        ("", "--inject-fault-command: empty; give a command with {node} and {device}"),
+        (
+            "sick {node}",
+            "--inject-fault-command: 'sick {node}' names no {device}: it must say which device to make sick",
+        ),
+        (
+            "sick {{node}} {device}",
+            "--inject-fault-command: 'sick {{node}} {device}' names no {node}: "
+            "it must say which device to make sick",
+        ),
+        (
+            "sick {node} {gpu}",
+            "--inject-fault-command: '{gpu}': only {node} and {device} may be named ('gpu')",
+        ),
+        ("sick '{node}", "--inject-fault-command: No closing quotation"),
+    ],
+)
+def test_a_bad_fault_template_is_one_line(command: str, line: str) -> None:
+    with pytest.raises(ValueError, match=r"^--inject-fault-command: ") as err:
+        inject_fault_argv(command)
+    assert str(err.value) == line
+
+
+def test_the_fault_runner_fills_both_fields_and_redacts_what_it_reports() -> None:
+    inject_fault(("sh", "-c", 'test "$0 $1" = "n1 gpu-2"', "{node}", "{device}"), "n1", "gpu-2")
+    with pytest.raises(HarnessError) as failed:
+        inject_fault(("sh", "-c", "echo password=hunter2 >&2; exit 4", "{node}", "{device}"), "n1", "gpu-2")
+    assert (
+        str(failed.value)
+        == "sh -c 'echo password=<redacted> >&2; exit 4' n1 gpu-2: exit 4: password=<redacted>"
+    )
+    with pytest.raises(HarnessError, match=r" n1 gpu-2: no exit in 1 s: no output$"):
+        inject_fault(("sh", "-c", "exec sleep 600", "{node}", "{device}"), "n1", "gpu-2", timeout=1)

@@ -12,17 +12,20 @@ import pytest
 
 from fake_driver.fleetspec.fleet import fleet_from_dict
 from fake_driver.rendering.slices import render_node
+from harness.core.errors import HarnessError
 from harness.core.requirements import Kind, Reason
 from harness.core.versions import REPO_ROOT
 from harness.kit.fleet_inventory import Inventory, NodeDevices, choose, parse_selector
 from harness.qualify.capabilities import ABOUT_THE_CLUSTER, CAPABILITIES, Verdict, decide, deciding, undecided
 from harness.qualify.inventory import inventory
 from harness.qualify.preflight import version_problem
-from harness.qualify.run import DEFAULT_SUITES
+from harness.qualify.run import DEFAULT_SUITES, QualifyRequest, check_request
 from harness.qualify.standin import StandinPoolSpec, device_classes, renamed
 from harness.reports.summary import TestRecord
 
 [BRIDGING] = [c for c in CAPABILITIES if c.id == "bridging"]
+[HEALTH] = [c for c in CAPABILITIES if c.id == "device-health"]
+HEALTH_TEST = "suites/device_health/test_any_driver.py::test_a_sick_device_is_kept_from_new_claims"
 NODEID = "suites/bridging/test_extended_resource.py::test_x"
 
 
@@ -184,4 +187,47 @@ def test_inventory_ties_go_to_the_newest_personality_compared_with_a_running_plu
         "nvidia-v0.5",
         "compared with the real plugin v0.5.0",
         [],
+    )
+
+
+def test_device_health_without_an_injector_is_not_tested_and_says_so() -> None:
+    # the skip's reason as suites/device_health/test_any_driver.py gives it
+    no = Reason(
+        Kind.PROVIDER, text="how to make one of the driver's devices sick: no --inject-fault-command given"
+    )
+    result = decide(HEALTH, [_record("skipped", no, nodeid=HEALTH_TEST)])
+    assert (result.verdict, result.evidence) == (
+        Verdict.NOT_TESTED,
+        [
+            "test_a_sick_device_is_kept_from_new_claims: how to make one of the driver's devices sick: "
+            "no --inject-fault-command given"
+        ],
+    )
+    failed = decide(HEALTH, [_record("failed", message="the fault changed nothing", nodeid=HEALTH_TEST)])
+    assert (failed.verdict, failed.evidence) == (Verdict.FAIL, [f"{HEALTH_TEST}: the fault changed nothing"])
+    assert decide(HEALTH, [_record("passed", nodeid=HEALTH_TEST)]).verdict is Verdict.PASS
+
+
+def test_device_health_runs_last_and_a_new_test_in_its_file_decides_it() -> None:
+    assert DEFAULT_SUITES[-1] == "suites/device_health/test_any_driver.py"
+    assert deciding(HEALTH_TEST) == ["device-health"]
+    # the suite is a file: its other tests are held to deciding a capability too
+    other = "suites/device_health/test_any_driver.py::test_other"
+    assert undecided([other], DEFAULT_SUITES) == []
+    assert undecided(["suites/device_health/test_nvidia_device_health.py::t"], DEFAULT_SUITES) == []
+
+
+def test_the_fault_command_is_checked_and_carried_to_the_suites() -> None:
+    kubeconfig = REPO_ROOT / "pyproject.toml"  # any readable file: check_request does not parse it
+    req = QualifyRequest(
+        kubeconfig, "gpu.acme", "gpu.acme", "nvidia.com/gpu", inject_fault="sick {node} {device}"
+    )
+    check_request(req)
+    assert req.command().endswith(" '--inject-fault-command=sick {node} {device}'")
+    assert "--inject-fault-command=sick {node} {device}" in req.pytest_argv(REPO_ROOT)
+    bad = QualifyRequest(kubeconfig, "gpu.acme", "gpu.acme", "nvidia.com/gpu", inject_fault="sick {node}")
+    with pytest.raises(HarnessError) as err:
+        check_request(bad)
+    assert str(err.value) == (
+        "--inject-fault-command: 'sick {node}' names no {device}: it must say which device to make sick"
     )

@@ -44,6 +44,7 @@ def test_the_declared_minimums() -> None:
         "gang": 1,
         "failure-modes": 1,
         "node-side": 1,
+        "device-health": 1,
     }
 
 

@@ -211,6 +211,14 @@ HOSTILE: list[Row] = [
         setup=files({"k": "apiVersion: v1\nkind: Config\n"}),
     ),
     Row(
+        "qualify-inject-fault-without-device",
+        (*QUALIFY, "--inject-fault-command", "sick {node}", "--kubeconfig", "{tmp}/k"),
+        1,
+        r"^dra-harness: --inject-fault-command: 'sick \{node\}' names no \{device\}: it must say which "
+        r"device to make sick$",
+        setup=files({"k": "apiVersion: v1\nkind: Config\n"}),
+    ),
+    Row(
         "qualify-plugin-restart-unbalanced-quote",
         (*QUALIFY, "--plugin-restart-command", "kubectl 'x", "--kubeconfig", "{tmp}/k"),
         1,
