@@ -125,7 +125,7 @@ test-minors: upgradeparts kind-engine
 	$(BIN)/pytest --every-minor suites/deploy tests/harness/clusters/test_kind_config.py tests/harness/controlplane/test_go_toolchain.py \
 		tests/harness/controlplane/test_standins.py tests/e2e/test_cluster_real_nodes.py $(PYTEST_ARGS)
 	$(BIN)/pytest --every-minor -m every_minor suites/upgrade $(PYTEST_ARGS)
-	$(BIN)/pytest --k8s-version 1.38 suites/node tests/e2e/test_qualify_real_driver.py \
+	$(BIN)/pytest --k8s-version 1.38 suites/node suites/device_health tests/e2e/test_qualify_real_driver.py \
 		tests/e2e/test_nvidia_real_driver.py $(PYTEST_ARGS)
 	$(BIN)/dra-harness kind images -k 1.38
 	$(BIN)/pytest --k8s-version 1.38 tests/harness/clusters/test_kind_cluster.py -n 0 $(PYTEST_ARGS)
